@@ -1,0 +1,15 @@
+"""Write a copy of _config.yml with notebook execution turned off.
+
+CI runs `pytest --nbval` first, which executes every chapter and checks that the stored
+outputs are what the code produces; the book is then rendered from those validated outputs
+instead of executing every chapter a second time.
+"""
+import sys
+from pathlib import Path
+
+src, dst = Path(sys.argv[1]), Path(sys.argv[2])
+text = src.read_text()
+if "execute_notebooks: force" not in text:
+    sys.exit("_config.yml no longer says 'execute_notebooks: force'; update .ci/noexec_config.py")
+dst.parent.mkdir(parents=True, exist_ok=True)
+dst.write_text(text.replace("execute_notebooks: force", 'execute_notebooks: "off"'))

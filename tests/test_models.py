@@ -1,0 +1,206 @@
+"""Eq. (1) and Eq. (3): the recurrence, its closed form, the gate and its gradient."""
+import pytest
+import torch
+import torch.nn.functional as F_
+
+import mambaicl
+from mambaicl import OneLayerLinearTransformer, OneLayerMamba, selective_scan
+from mambaicl.models import (
+    attention_scores,
+    gate_grad_w,
+    gate_naive,
+    gate_values,
+    linear_transformer_output,
+    mamba_output,
+    selective_scan_closed_form,
+)
+
+
+def random_prompt(batch, L, d, generator, dtype=torch.float64, scale=1.0):
+    P = scale * torch.randn(batch, L, d + 1, generator=generator, dtype=dtype)
+    P[:, :, -1] = torch.where(torch.rand(batch, L, generator=generator) < 0.5, -1.0, 1.0).to(dtype)
+    P[:, -1, -1] = 0
+    return P
+
+
+def reference_F(P, W_B, W_C, w):
+    """Eq. (3) written as plainly as possible: loops over prompts and tokens."""
+    out = []
+    for P_n in P:
+        q = P_n[-1]
+        total = torch.zeros((), dtype=P.dtype)
+        L = P_n.shape[0]
+        for i in range(L):
+            G = torch.sigmoid(w @ P_n[i])
+            for j in range(i + 1, L):
+                G = G * (1 - torch.sigmoid(w @ P_n[j]))
+            total = total + G * P_n[i, -1] * (P_n[i] @ W_B.T @ W_C @ q)
+        out.append(total)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("L,d,m", [(1, 3, 2), (5, 4, 3), (21, 30, 21), (40, 7, 9)])
+def test_recurrence_matches_closed_form_at_every_position(L, d, m):
+    g = torch.Generator().manual_seed(L * 100 + d)
+    P = random_prompt(3, L, d, g)
+    W_B = torch.randn(m, d + 1, generator=g, dtype=torch.float64)
+    W_C = torch.randn(m, d + 1, generator=g, dtype=torch.float64)
+    W = torch.randn(d + 1, d + 1, generator=g, dtype=torch.float64)
+    O = selective_scan(P, W_B, W_C, W)
+    assert O.shape == (3, L, d + 1)
+    assert (O - selective_scan_closed_form(P, W_B, W_C, W)).abs().max() < 1e-10
+    # The label channel of o_i is Eq. (3) read with p_i as the query: F of the prefix ending at i.
+    for i in range(L):
+        F_i = mamba_output(P[:, : i + 1], W_B, W_C, W[:, -1])
+        assert (O[:, i, -1] - F_i).abs().max() < 1e-10
+
+
+def test_onelayer_mamba_matches_recurrence_and_reference():
+    g = torch.Generator().manual_seed(0)
+    d, L = 6, 9
+    model = OneLayerMamba(d, m=L, generator=g)
+    with torch.no_grad():
+        for p in (model.W_B, model.W_C, model.w):
+            p.add_(0.3 * torch.randn(p.shape, generator=g))
+    P = random_prompt(4, L, d, g)
+    W_B, W_C, w = (p.detach().double() for p in (model.W_B, model.W_C, model.w))
+    W = torch.randn(d + 1, d + 1, generator=g, dtype=torch.float64)
+    W[:, -1] = w
+    F_model = model(P)
+    assert F_model.dtype == torch.float64 and F_model.shape == (4,)
+    assert (F_model - selective_scan(P, W_B, W_C, W)[:, -1, -1]).abs().max() < 1e-10
+    assert (F_model - reference_F(P, W_B, W_C, w)).abs().max() < 1e-10
+    assert (model.attention(P) - attention_scores(P, W_B, W_C)).abs().max() < 1e-12
+    assert (model.gate(P) - gate_naive(P, w)).abs().max() < 1e-12
+
+
+def test_gate_sums_to_one_minus_product_and_decays():
+    g = torch.Generator().manual_seed(1)
+    P = random_prompt(5, 30, 4, g)
+    w = torch.randn(5, generator=g, dtype=torch.float64)
+    G = gate_values(P, w)
+    keep = 1 - torch.sigmoid(P @ w)
+    assert torch.allclose(G.sum(1), 1 - keep.prod(1), atol=1e-12)
+    assert torch.all(G.sum(1) <= 1)
+    # with equal logits the gate is exactly geometric: G_i = s (1-s)^(L-i)
+    P_eq = torch.zeros(1, 10, 5, dtype=torch.float64)
+    P_eq[..., 0] = 1.0
+    w_eq = torch.tensor([0.4, 0, 0, 0, 0], dtype=torch.float64)
+    s = torch.sigmoid(torch.tensor(0.4, dtype=torch.float64))
+    expected = s * (1 - s) ** torch.arange(9, -1, -1, dtype=torch.float64)
+    assert torch.allclose(gate_values(P_eq, w_eq)[0], expected, atol=1e-14)
+
+
+def test_gate_gradient_of_lemma4_matches_autograd():
+    g = torch.Generator().manual_seed(2)
+    P = random_prompt(2, 8, 5, g)
+    w = torch.randn(6, generator=g, dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(lambda v: gate_values(P, v), w)  # (batch, L, d+1)
+    assert (gate_grad_w(P, w) - jac).abs().max() < 1e-12
+
+
+def test_loss_gradient_in_w_as_written_in_lemma4_proof():
+    """d hinge / dw = z sum_i y_i attn_i G_i (sum_{s>i} sigma_s p_s - (1 - sigma_i) p_i)."""
+    g = torch.Generator().manual_seed(3)
+    d, L = 5, 7
+    P = random_prompt(3, L, d, g)
+    W_B = 0.3 * torch.randn(4, d + 1, generator=g, dtype=torch.float64)
+    W_C = 0.3 * torch.randn(4, d + 1, generator=g, dtype=torch.float64)
+    w = torch.randn(d + 1, generator=g, dtype=torch.float64, requires_grad=True)
+    F = mamba_output(P, W_B, W_C, w)
+    z = -torch.sign(F.detach())  # labels that put every prompt in the hinge's active region
+    assert torch.all(z * F < 1)  # inside the hinge's active region
+    torch.relu(1 - z * F).sum().backward()
+    attn = attention_scores(P, W_B, W_C)
+    y = P[:, :, -1]
+    paper = z[:, None, None] * (y * attn)[:, :, None] * (-gate_grad_w(P, w.detach()))
+    assert (paper.sum((0, 1)) - w.grad).abs().max() < 1e-12
+
+
+def test_linear_transformer_is_mamba_with_unit_gate():
+    g = torch.Generator().manual_seed(4)
+    d = 5
+    lt = OneLayerLinearTransformer(d, m=4)
+    P = random_prompt(3, 11, d, g)
+    assert torch.equal(lt.gate(P), torch.ones(3, 11, dtype=torch.float64))
+    W_B, W_C = lt.W_B.detach().double(), lt.W_C.detach().double()
+    ones_gate = (P[:, :, -1] * attention_scores(P, W_B, W_C)).sum(1)
+    assert (lt(P) - ones_gate).abs().max() < 1e-12
+    assert (lt(P) - linear_transformer_output(P, W_B, W_C)).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_extreme_logits_are_stable(dtype):
+    g = torch.Generator().manual_seed(5)
+    d = 4
+    model = OneLayerMamba(d, m=5, generator=g)
+    P = random_prompt(2, 50, d, g, dtype=dtype)
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([1e3, -1e3, 0.0, 0.0, 0.0]))
+    P[:, :, 0] = torch.where(torch.rand(2, 50, generator=g) < 0.5, 1.0, -1.0).to(dtype)
+    P[:, :, 1] = 0.0
+    G = model.gate(P)
+    F = model(P)
+    assert torch.isfinite(G).all() and torch.isfinite(F).all()
+    assert G.dtype == dtype and F.dtype == dtype
+    assert (G >= 0).all() and (G.sum(1) <= 1 + 1e-6).all()
+    F.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+    # the recurrence stays finite too (Delta underflows to 0 for very negative logits)
+    W = torch.zeros(d + 1, d + 1, dtype=dtype)
+    W[:, -1] = model.w.detach().to(dtype)
+    O = selective_scan(P, model.W_B.detach().to(dtype), model.W_C.detach().to(dtype), W)
+    assert torch.isfinite(O).all()
+
+
+def test_initialisation_follows_section_2():
+    model = OneLayerMamba(30, m=21, delta=0.2, generator=torch.Generator().manual_seed(0))
+    assert model.W_B.shape == (21, 31) and model.w.shape == (31,)
+    expected = torch.zeros(21, 31)
+    expected[range(21), range(21)] = 0.2
+    assert torch.equal(model.W_B.detach(), expected) and torch.equal(model.W_C.detach(), expected)
+    big = OneLayerMamba(30, m=40)
+    assert torch.equal(torch.diagonal(big.W_B.detach())[:30], torch.full((30,), 0.2))
+    assert big.W_B.detach()[30, 30] == 0  # only the first d diagonal entries
+
+
+def test_same_generator_same_model():
+    a = OneLayerMamba(10, 5, generator=torch.Generator().manual_seed(7))
+    b = OneLayerMamba(10, 5, generator=torch.Generator().manual_seed(7))
+    c = OneLayerMamba(10, 5, generator=torch.Generator().manual_seed(8))
+    assert torch.equal(a.w, b.w) and not torch.equal(a.w, c.w)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: torch.zeros(2, 5, 7), "last dimension must be d\\+1 = 6"),
+        (lambda: torch.zeros(5, 6), "shape \\(batch, l\\+1, d\\+1\\)"),
+        (lambda: torch.ones(2, 5, 6), "label entry 0"),
+    ],
+)
+@pytest.mark.parametrize("cls", [OneLayerMamba, OneLayerLinearTransformer])
+def test_bad_prompts_raise_clear_errors(cls, make, message):
+    model = cls(5, 4)
+    with pytest.raises(ValueError, match=message):
+        model(make())
+
+
+@pytest.mark.parametrize("kwargs, message", [({"d": 0, "m": 3}, "d must be"), ({"d": 3, "m": 0}, "m must be"),
+                                             ({"d": 3, "m": 3, "delta": 0.5}, "delta must lie in")])
+def test_bad_constructor_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        OneLayerMamba(**kwargs)
+
+
+def test_scan_shape_errors():
+    P = torch.zeros(1, 3, 4)
+    with pytest.raises(ValueError, match="W must have shape"):
+        selective_scan(P, torch.zeros(2, 4), torch.zeros(2, 4), torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="W_B must have shape"):
+        selective_scan(P, torch.zeros(2, 5), torch.zeros(2, 5), torch.zeros(4, 4))
+
+
+def test_public_api_names():
+    for name in ["selective_scan", "OneLayerMamba", "OneLayerLinearTransformer"]:
+        assert hasattr(mambaicl, name)
