@@ -1,3 +1,7 @@
+# >>> NOTE TO THE ISSUE-3 DEVELOPER ("D3"), from the lead (temporary, will be removed):
+# >>> your task prompt lost its brief. Read /tmp/common_brief.md NOW, entirely: it fixes the
+# >>> generic `mambaicl.train.train(model, sample_batch, *, steps, batch_size, lr, ...)` contract
+# >>> that D4 and D5 are already coding against, file ownership, git etiquette and the deadline.
 """Models: the literal recurrence (Eq. 1) and its closed form, gated linear attention (Eq. 3)."""
 from .gated_attention import (
     OneLayerLinearTransformer,
@@ -26,3 +30,9 @@ __all__ = [
     "selective_scan",
     "selective_scan_closed_form",
 ]
+
+# Multi-layer models and the Mamba-1 block (chapter 5; D4).
+from .deep import KINDS, DeepICLModel, build_model  # noqa: E402
+from .mamba1 import Mamba1Block  # noqa: E402
+
+__all__ += ["KINDS", "DeepICLModel", "Mamba1Block", "build_model"]

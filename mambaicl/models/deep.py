@@ -1,0 +1,346 @@
+"""Multi-layer, multi-head models with one interface: Mamba stacks and Transformers (§4.1-4.2, App. 8.1).
+
+Glossary (code name -> paper symbol):
+
+==================  ======================================================================
+``P``               prompt, ``(batch, L, d+1)`` with ``L = l+1`` and the query last (Eq. 2)
+``x``               residual stream, ``(batch, L, d_model)``; ``x_0 = P E^T``
+``u``               normalised layer input ``RMSNorm(x)`` = the paper's ``U`` of Eq. (1)
+``W_B``, ``W_C``    per-head key / query matrices of Eq. (1) and (3), ``(H, m, d_model)``
+``W``               per-head gate matrix ``W = (w_1, ..., w_{d0})`` of Eq. (1), ``(H, d_model, d_model)``
+``scores``          ``u_s^T W_B^T W_C u_t``, row ``t`` reads column ``s``, ``(batch, H, L, L)``
+``G``               channel-wise gate ``G_{s,t}(W)`` of App. 11.1, ``(batch, H, L(t), L(s), d_model)``
+``W_O``             mixes the heads back into the stream, ``(d_model, H * d_model)``
+``readout``         ``F = readout^T x_L[query]``; starts as ``e_{d+1}`` (the label row), as in Eq. (3)
+==================  ======================================================================
+
+Kinds (:func:`build_model`):
+
+* ``"mamba"``: the paper's selective-scan layer (Eq. 1 with ``A = -I``, per-channel
+  ``Delta_j = softplus(w_j^T u)``), one per head, run in its quadratic closed form
+  (App. 11.1): linear attention times a gate. ``scan="sequential"`` runs the literal recurrence
+  :func:`mambaicl.models.recurrence.selective_scan` instead (the plain twin).
+* ``"linear"``: the same layer with ``G = 1`` (causal linear attention, Section 3.4).
+* ``"softmax"``: causal softmax attention, ``softmax_s(u_s^T W_B^T W_C u_t / sqrt(m))``.
+* ``"mamba1"``: standard Mamba-1 blocks (:class:`mambaicl.models.mamba1.Mamba1Block`).
+
+Every layer is pre-norm and residual: ``x <- x + mixer(RMSNorm(x))``. Values are the tokens
+themselves (``u_s``), as in Eq. (1) and (3); the heads are combined by ``W_O``.
+
+``probe(P)`` runs the same layers with ``probe=True`` and returns, per layer, the tensors that
+layer used to compute its output: ``"attention"`` ``(batch, H, L, L)`` (query row ``[..., -1, :]``)
+and, for gated models, ``"gate"`` ``(batch, H, L, C)``: the gate of every token seen from the query,
+per channel ``C``. For ``"mamba"`` the paper's scalar gate ``G_{i,l+1}(w)`` (``w = w_{d0}``) is
+channel :attr:`DeepICLModel.label_channel`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F_
+from torch import nn
+
+from .gated_attention import check_prompt
+from .mamba1 import Mamba1Block
+from .recurrence import selective_scan
+
+__all__ = [
+    "KINDS",
+    "build_model",
+    "DeepICLModel",
+    "RMSNorm",
+    "paper_scan_terms",
+    "gated_mix",
+    "selective_scan_heads",
+    "selective_scan_heads_seq",
+    "attention_heads",
+    "attention_heads_seq",
+]
+
+KINDS = ("mamba", "linear", "softmax", "mamba1")
+
+
+class RMSNorm(nn.Module):
+    """``x / rms(x) * weight`` over the last dimension (Zhang & Sennrich 2019)."""
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+# ---------------------------------------------------------------- the paper's layer, multi-head
+
+
+def paper_scan_terms(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor):
+    """Scores and channel-wise gates of Eq. (1) unrolled (App. 11.1 of Li et al. 2025), every head.
+
+    ``scores[t, s] = u_s^T W_B^T W_C u_t`` and
+    ``G[t, s, c] = sigma(w_c^T u_s) prod_{r=s+1}^{t} (1 - sigma(w_c^T u_r))`` for ``s <= t``, else 0.
+
+    Args:
+        u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.  W: ``(H, D, D)``, ``W[h][:, c] = w_c``.
+
+    Returns:
+        ``scores`` ``(batch, H, L, L)`` and ``G`` ``(batch, H, L, L, D)``, both zero for ``s > t``.
+    """
+    L = u.shape[1]
+    causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=u.device))  # (t, s)
+    keys = torch.einsum("bld,hmd->bhlm", u, W_B)  # (batch, H, L, m): W_B u_s
+    queries = torch.einsum("bld,hmd->bhlm", u, W_C)  # (batch, H, L, m): W_C u_t
+    scores = (queries @ keys.transpose(-1, -2)) * causal  # (batch, H, L(t), L(s))
+    logits = torch.einsum("bld,hdc->bhlc", u, W)  # (batch, H, L, D): w_c^T u_s
+    cum = torch.cumsum(F_.logsigmoid(-logits), dim=2)  # (batch, H, L, D): sum_{r<=t} log(1 - sigma)
+    log_G = F_.logsigmoid(logits).unsqueeze(2) + cum.unsqueeze(3) - cum.unsqueeze(2)  # (batch, H, t, s, D)
+    G = torch.exp(log_G.masked_fill(~causal[:, :, None], -math.inf))  # (batch, H, L, L, D)
+    return scores, G
+
+
+def gated_mix(u: torch.Tensor, scores: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """``o_t = sum_{s<=t} (G[t, s] * u_s) scores[t, s]`` (App. 11.1), ``(batch, H, L, D)``."""
+    return torch.einsum("bhtsc,bsc,bhts->bhtc", G, u, scores)  # (batch, H, L, D)
+
+
+def selective_scan_heads(u, W_B, W_C, W) -> torch.Tensor:
+    """Eq. (1) for every head in the quadratic closed form, ``(batch, H, L, D)``; fast twin."""
+    return gated_mix(u, *paper_scan_terms(u, W_B, W_C, W))
+
+
+def selective_scan_heads_seq(u, W_B, W_C, W) -> torch.Tensor:
+    """Eq. (1) for every head by the literal recurrence :func:`selective_scan`, ``(batch, H, L, D)``."""
+    return torch.stack([selective_scan(u, W_B[h], W_C[h], W[h]) for h in range(W_B.shape[0])], dim=1)
+
+
+# ---------------------------------------------------------------- attention layers
+
+
+def attention_heads(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, softmax: bool) -> torch.Tensor:
+    """Causal attention weights of every head, ``(batch, H, L(t), L(s))``, zero for ``s > t``.
+
+    Linear: ``u_s^T W_B^T W_C u_t`` (Eq. 3 with ``G = 1``). Softmax: the same scores divided by
+    ``sqrt(m)`` and normalised over ``s <= t``.
+    """
+    L = u.shape[1]
+    causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=u.device))
+    keys = torch.einsum("bld,hmd->bhlm", u, W_B)  # (batch, H, L, m)
+    queries = torch.einsum("bld,hmd->bhlm", u, W_C)  # (batch, H, L, m)
+    scores = queries @ keys.transpose(-1, -2)  # (batch, H, L, L)
+    if not softmax:
+        return scores * causal
+    scores = scores / math.sqrt(W_B.shape[1])
+    return torch.softmax(scores.masked_fill(~causal, -math.inf), dim=-1)  # (batch, H, L, L)
+
+
+def attend(u: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``o_t = sum_s weights[t, s] u_s``, ``(batch, H, L, D)``."""
+    return torch.einsum("bhts,bsd->bhtd", weights, u)
+
+
+def attention_heads_seq(u, W_B, W_C, softmax: bool) -> torch.Tensor:
+    """Plain-loop twin of ``attend(u, attention_heads(...))``: one query position at a time.
+
+    For linear attention this is the recurrent form ``S_t = S_{t-1} + u_t (W_B u_t)^T``,
+    ``o_t = S_t W_C u_t``. Returns ``(batch, H, L, D)``.
+    """
+    batch, L, D = u.shape
+    H, m = W_B.shape[:2]
+    outs = []
+    S = u.new_zeros(batch, H, D, m)  # (batch, H, D, m): sum_s u_s k_s^T
+    for t in range(L):
+        k = torch.einsum("bd,hmd->bhm", u[:, t], W_B)  # (batch, H, m)
+        q = torch.einsum("bd,hmd->bhm", u[:, t], W_C)  # (batch, H, m)
+        if not softmax:
+            S = S + u[:, t, None, :, None] * k[:, :, None, :]
+            outs.append(torch.einsum("bhdm,bhm->bhd", S, q))  # (batch, H, D)
+            continue
+        keys = torch.einsum("bsd,hmd->bhsm", u[:, : t + 1], W_B)  # (batch, H, t+1, m)
+        a = torch.softmax(torch.einsum("bhsm,bhm->bhs", keys, q) / math.sqrt(m), dim=-1)  # (batch, H, t+1)
+        outs.append(torch.einsum("bhs,bsd->bhd", a, u[:, : t + 1]))
+    return torch.stack(outs, dim=2)  # (batch, H, L, D)
+
+
+# ---------------------------------------------------------------- mixers
+
+
+class _HeadsMixer(nn.Module):
+    """Shared parameters of the paper-style layers: ``W_B``, ``W_C`` ``(H, m, D)`` and ``W_O``."""
+
+    def __init__(self, d_model: int, n_heads: int, d_state: int, delta: float, generator) -> None:
+        super().__init__()
+        std = delta / math.sqrt(d_model)  # scores u^T W_B^T W_C u ~ delta^2 sqrt(m) at initialisation
+        self.W_B = nn.Parameter(_normal((n_heads, d_state, d_model), std, generator))  # (H, m, D)
+        self.W_C = nn.Parameter(_normal((n_heads, d_state, d_model), std, generator))  # (H, m, D)
+        self.W_O = nn.Parameter(torch.eye(d_model).repeat(1, n_heads) / n_heads)  # (D, H*D): mean of heads
+
+    def combine(self, o: torch.Tensor) -> torch.Tensor:
+        """``(batch, H, L, D) -> (batch, L, D)`` through ``W_O``."""
+        batch, H, L, D = o.shape
+        return o.permute(0, 2, 1, 3).reshape(batch, L, H * D) @ self.W_O.T  # (batch, L, D)
+
+
+class PaperMambaMixer(_HeadsMixer):
+    """The selective-scan layer of Eq. (1) (``A = -I``, per-channel ``Delta_j``), ``n_heads`` copies."""
+
+    def __init__(self, d_model, n_heads, d_state, delta, generator, scan: str = "quadratic") -> None:
+        super().__init__(d_model, n_heads, d_state, delta, generator)
+        if scan not in ("quadratic", "sequential"):
+            raise ValueError(f"scan must be 'quadratic' or 'sequential' for kind 'mamba'; got {scan!r}")
+        self.scan = scan
+        # w ~ N(0, I/d0) for every channel and head, as w^(0) in Section 2
+        self.W = nn.Parameter(_normal((n_heads, d_model, d_model), d_model ** -0.5, generator))  # (H, D, D)
+
+    def forward(self, u: torch.Tensor, probe: bool = False):
+        if self.scan == "sequential" and not probe:
+            return self.combine(selective_scan_heads_seq(u, self.W_B, self.W_C, self.W))
+        scores, G = paper_scan_terms(u, self.W_B, self.W_C, self.W)
+        out = self.combine(gated_mix(u, scores, G))  # (batch, L, D)
+        if not probe:
+            return out
+        return out, {"attention": scores, "gate": G[:, :, -1], "gate_full": G}
+
+
+class AttentionMixer(_HeadsMixer):
+    """Causal linear or softmax attention with ``n_heads`` heads; values are the tokens."""
+
+    def __init__(self, d_model, n_heads, d_state, delta, generator, softmax: bool) -> None:
+        super().__init__(d_model, n_heads, d_state, delta, generator)
+        self.softmax = softmax
+
+    def forward(self, u: torch.Tensor, probe: bool = False):
+        weights = attention_heads(u, self.W_B, self.W_C, self.softmax)  # (batch, H, L, L)
+        out = self.combine(attend(u, weights))
+        return (out, {"attention": weights}) if probe else out
+
+
+class Mamba1Mixer(Mamba1Block):
+    """:class:`Mamba1Block` with the mixer interface ``forward(u, probe)``."""
+
+    def __init__(self, d_model, d_state, generator, scan: str = "fast", expand: int = 2, d_conv: int = 4) -> None:
+        super().__init__(d_model, d_state=d_state, expand=expand, d_conv=d_conv, generator=generator)
+        if scan not in ("fast", "sequential", "kernel"):
+            raise ValueError(f"scan must be 'fast', 'sequential' or 'kernel' for kind 'mamba1'; got {scan!r}")
+        self.scan = scan
+
+    def forward(self, u: torch.Tensor, probe: bool = False):
+        return super().forward(u, scan=self.scan, probe=probe)
+
+
+# ---------------------------------------------------------------- the model
+
+
+class DeepICLModel(nn.Module):
+    """``n_layers`` residual pre-norm layers of one kind; ``forward(P) -> F (batch,)``.
+
+    Built by :func:`build_model`; see the module docstring for the layers and the probe.
+    """
+
+    def __init__(self, kind: str, d: int, mixers: list[nn.Module], d_model: int, generator) -> None:
+        super().__init__()
+        self.kind, self.d, self.d_model = kind, d, d_model
+        self.norms = nn.ModuleList([RMSNorm(d_model) for _ in mixers])
+        self.mixers = nn.ModuleList(mixers)
+        if d_model >= d + 1:  # embed the prompt by zero padding: channel c of x_0 is row c of P
+            E = torch.eye(d_model, d + 1)
+            r = torch.zeros(d_model)
+            r[d] = 1.0  # F reads the label row of the query, like e_{d+1}^T o_{l+1} in Eq. (3)
+        else:
+            E = _normal((d_model, d + 1), (d + 1) ** -0.5, generator)
+            r = _normal((d_model,), d_model ** -0.5, generator)
+        self.embed = nn.Parameter(E)  # (d_model, d+1)
+        self.readout = nn.Parameter(r)  # (d_model,)
+
+    @property
+    def label_channel(self) -> int | None:
+        """Stream channel that starts as the label row of ``P`` (``None`` if ``d_model < d+1``)."""
+        return self.d if self.d_model >= self.d + 1 else None
+
+    def _run(self, P: torch.Tensor, probe: bool):
+        check_prompt(P, self.d)
+        x = P.to(self.embed.dtype) @ self.embed.T  # (batch, L, d_model)
+        records = []
+        for norm, mixer in zip(self.norms, self.mixers):
+            if probe:
+                out, rec = mixer(norm(x), probe=True)
+                records.append(rec)
+            else:
+                out = mixer(norm(x))
+            x = x + out  # (batch, L, d_model)
+        return x[:, -1] @ self.readout, records  # (batch,)
+
+    def forward(self, P: torch.Tensor) -> torch.Tensor:
+        """``F(P)``, the prediction for the query (last token), ``(batch,)``."""
+        return self._run(P, probe=False)[0]
+
+    def probe(self, P: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+        """One dict per layer with ``"attention"`` and (gated kinds) ``"gate"``, plus ``"F"`` in each.
+
+        Runs the same layers as :meth:`forward`, each returning the tensors it computed its
+        output from; ``"F"`` is the prediction of that pass (equal to ``forward(P)``).
+        """
+        with torch.no_grad():
+            F, records = self._run(P, probe=True)
+        for rec in records:
+            rec["F"] = F
+        return records
+
+
+def _normal(shape, std: float, generator) -> torch.Tensor:
+    return (torch.randn(shape, generator=generator, dtype=torch.float64) * std).to(torch.get_default_dtype())
+
+
+_KW = {
+    "mamba": {"d_state": 16, "delta": 0.2, "scan": "quadratic"},
+    "linear": {"d_state": 16, "delta": 0.2},
+    "softmax": {"d_state": 16, "delta": 0.2},
+    "mamba1": {"d_state": 16, "scan": "fast", "expand": 2, "d_conv": 4},
+}
+
+
+def build_model(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_model: int = 64,
+                generator: torch.Generator | None = None, device=None, **kw) -> DeepICLModel:
+    """A multi-layer in-context classifier of one of :data:`KINDS`.
+
+    Args:
+        kind: ``"mamba"`` (the paper's selective-scan layer), ``"linear"``, ``"softmax"`` or
+            ``"mamba1"`` (standard Mamba-1 blocks).
+        d: data dimension; prompts are ``(batch, L, d+1)``.
+        n_layers, n_heads, d_model: depth, heads per layer (``"mamba1"``: must be 1), stream width.
+        generator: CPU ``torch.Generator`` for every random initial value (global RNG if ``None``).
+        device: where the model lives (default CPU; pass ``default_device()`` to use a GPU).
+        **kw: ``d_state`` (``m``, default 16), ``delta`` (init scale of ``W_B``, ``W_C``, default
+            0.2), ``scan`` (``"mamba"``: ``"quadratic"``/``"sequential"``; ``"mamba1"``:
+            ``"fast"``/``"sequential"``/``"kernel"``), ``expand`` and ``d_conv`` (``"mamba1"``).
+
+    Returns:
+        A :class:`DeepICLModel` with ``forward(P) -> (batch,)`` and ``probe(P)``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    for name, v in (("d", d), ("n_layers", n_layers), ("n_heads", n_heads), ("d_model", d_model)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive integer; got {v!r}")
+    unknown = set(kw) - set(_KW[kind])
+    if unknown:
+        raise ValueError(f"unknown keyword(s) {sorted(unknown)} for kind {kind!r}; allowed: {sorted(_KW[kind])}")
+    opts = {**_KW[kind], **kw}
+    if not isinstance(opts["d_state"], int) or opts["d_state"] < 1:
+        raise ValueError(f"d_state must be a positive integer; got {opts['d_state']!r}")
+    if kind != "mamba1" and not (0 < opts["delta"] <= 1):
+        raise ValueError(f"delta must lie in (0, 1]; got {opts['delta']!r}")
+    if kind == "mamba1" and n_heads != 1:
+        raise ValueError(f"n_heads must be 1 for kind 'mamba1' (a Mamba-1 block has no heads); got {n_heads}")
+    mixers = [_mixer(kind, d_model, n_heads, opts, generator) for _ in range(n_layers)]
+    model = DeepICLModel(kind, d, mixers, d_model, generator)
+    return model.to(device if device is not None else "cpu")
+
+
+def _mixer(kind, d_model, n_heads, o, g) -> nn.Module:
+    if kind == "mamba":
+        return PaperMambaMixer(d_model, n_heads, o["d_state"], o["delta"], g, scan=o["scan"])
+    if kind in ("linear", "softmax"):
+        return AttentionMixer(d_model, n_heads, o["d_state"], o["delta"], g, softmax=kind == "softmax")
+    return Mamba1Mixer(d_model, o["d_state"], g, scan=o["scan"], expand=o["expand"], d_conv=o["d_conv"])

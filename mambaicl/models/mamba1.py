@@ -1,0 +1,261 @@
+"""A standard Mamba-1 block (Gu & Dao 2023): selective scan S6, short causal conv, SiLU gate.
+
+Glossary (code name -> symbol of Gu & Dao (2023), Alg. 2; the paper's Eq. (1) in brackets):
+
+=============  ==========================================================================
+``x``          the SSM input after in-projection, conv and SiLU, ``(batch, L, E)``, E = expand * d_model
+``z``          the output-gate branch of the in-projection, ``(batch, L, E)``
+``delta``      ``Delta_t = softplus(dt_proj(x_proj(x)) + bias)`` per channel ``(batch, L, E)``  [Delta_{j,i}]
+``A``          ``A = -exp(A_log)``, one diagonal per channel, ``(E, N)``                    [A = -I]
+``B``, ``C``   input-dependent ``B_t``, ``C_t``, ``(batch, L, N)``                            [W_B u_i, W_C u_i]
+``D``          skip connection, ``(E,)``
+``h``          state ``h_t``, ``(batch, E, N)``
+``K``          the scan's mixing matrix, ``y_t = sum_{s<=t} K[t, s] * x_s + D x_t``, ``(batch, L, L, E)``
+=============  ==========================================================================
+
+The recurrence (zero-order hold for A, Euler for B, as in the reference implementation):
+``h_t = exp(Delta_t A) h_{t-1} + Delta_t B_t x_t`` and ``y_t = C_t^T h_t + D x_t``. Unrolled,
+``K[t, s, c] = sum_n C_{t,n} B_{s,n} * Delta_{s,c} exp(A_{c,n} sum_{r=s+1}^{t} Delta_{r,c})``:
+the selection scores ``C_t^T B_s`` are the paper's ``p_s^T W_B^T W_C p_t`` and the second factor
+plays the role of its gate ``G`` (with one decay rate per state instead of ``A = -I``).
+
+Three forms with one signature, ``(x, delta, A, B, C, D) -> y``:
+:func:`selective_scan_s6_seq` (the plain loop, reference), :func:`selective_scan_s6`
+(fast: the same loop without autograd bookkeeping, a hand-written reverse scan for the
+backward pass) and :func:`selective_scan_s6_kernel` (the attention-like form that
+materialises ``K``; used by the probes).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F_
+from torch import nn
+
+__all__ = [
+    "selective_scan_s6_seq",
+    "selective_scan_s6",
+    "selective_scan_s6_kernel",
+    "s6_kernel",
+    "s6_gate",
+    "Mamba1Block",
+]
+
+
+def _check_s6(x, delta, A, B, C, D) -> None:
+    if x.dim() != 3 or delta.shape != x.shape:
+        raise ValueError(f"x and delta must both have shape (batch, L, E); got {tuple(x.shape)}, {tuple(delta.shape)}")
+    E = x.shape[-1]
+    if A.dim() != 2 or A.shape[0] != E:
+        raise ValueError(f"A must have shape (E, N) with E = {E}; got {tuple(A.shape)}")
+    N = A.shape[1]
+    if B.shape != (*x.shape[:2], N) or C.shape != B.shape:
+        raise ValueError(f"B and C must have shape (batch, L, N) = {(*x.shape[:2], N)}; got {tuple(B.shape)}, {tuple(C.shape)}")
+    if D.shape != (E,):
+        raise ValueError(f"D must have shape (E,) = ({E},); got {tuple(D.shape)}")
+
+
+def selective_scan_s6_seq(x, delta, A, B, C, D) -> torch.Tensor:
+    """S6 selective scan (Gu & Dao 2023, Alg. 2) as a plain loop over time; the reference.
+
+    Args:
+        x, delta: ``(batch, L, E)``; ``delta > 0``.
+        A: ``(E, N)``, negative entries.  B, C: ``(batch, L, N)``.  D: ``(E,)``.
+
+    Returns:
+        ``y`` of shape ``(batch, L, E)``.
+    """
+    _check_s6(x, delta, A, B, C, D)
+    batch, L, E = x.shape
+    h = x.new_zeros(batch, E, A.shape[1])  # (batch, E, N)
+    ys = []
+    for t in range(L):
+        A_bar = torch.exp(delta[:, t].unsqueeze(-1) * A)  # (batch, E, N)
+        Bx = (delta[:, t] * x[:, t]).unsqueeze(-1) * B[:, t].unsqueeze(1)  # (batch, E, N)
+        h = A_bar * h + Bx  # (batch, E, N)
+        ys.append(torch.einsum("ben,bn->be", h, C[:, t]) + D * x[:, t])  # (batch, E)
+    return torch.stack(ys, dim=1)  # (batch, L, E)
+
+
+class _LinearScan(torch.autograd.Function):
+    """``h_t = a_t * h_{t-1} + b_t``, ``y_t = h_t C_t`` with a hand-written reverse-scan backward.
+
+    Forward and backward are loops over time on ``(batch, E, N)`` slices that stay in cache;
+    autograd sees one node instead of ~4 L small ones.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b, C):  # a, b: (batch, L, E, N); C: (batch, L, N)
+        hs = torch.empty_like(b)  # (batch, L, E, N)
+        h = torch.zeros_like(b[:, 0])  # (batch, E, N)
+        for t in range(b.shape[1]):
+            h = torch.addcmul(b[:, t], a[:, t], h)  # (batch, E, N)
+            hs[:, t] = h
+        ctx.save_for_backward(a, hs, C)
+        return torch.einsum("blen,bln->ble", hs, C)  # (batch, L, E)
+
+    @staticmethod
+    def backward(ctx, gy):  # gy: (batch, L, E)
+        a, hs, C = ctx.saved_tensors
+        gC = torch.einsum("blen,ble->bln", hs, gy)  # (batch, L, N)
+        gh_direct = gy.unsqueeze(-1) * C.unsqueeze(2)  # (batch, L, E, N): dy_t/dh_t
+        gb = torch.empty_like(hs)  # (batch, L, E, N): dloss/dh_t = dloss/db_t
+        g = torch.zeros_like(hs[:, 0])  # (batch, E, N)
+        for t in range(hs.shape[1] - 1, -1, -1):
+            if t + 1 < hs.shape[1]:
+                g = torch.addcmul(gh_direct[:, t], a[:, t + 1], g)
+            else:
+                g = gh_direct[:, t]
+            gb[:, t] = g
+        h_prev = torch.cat([torch.zeros_like(hs[:, :1]), hs[:, :-1]], dim=1)  # (batch, L, E, N)
+        return gb * h_prev, gb, gC
+
+
+def selective_scan_s6(x, delta, A, B, C, D) -> torch.Tensor:
+    """S6 selective scan, fast form; same signature and output as :func:`selective_scan_s6_seq`."""
+    _check_s6(x, delta, A, B, C, D)
+    a = torch.exp(delta.unsqueeze(-1) * A)  # (batch, L, E, N): exp(Delta_t A)
+    b = (delta * x).unsqueeze(-1) * B.unsqueeze(2)  # (batch, L, E, N): Delta_t B_t x_t
+    return _LinearScan.apply(a, b, C) + D * x  # (batch, L, E)
+
+
+def s6_gate(delta: torch.Tensor, A: torch.Tensor, t: int) -> torch.Tensor:
+    """Gate of token ``s`` seen from position ``t``: ``Delta_{s,c} exp(A_{c,n} sum_{r=s+1}^t Delta_{r,c})``.
+
+    The analogue of ``G_{s,t}`` of Eq. (3) (which it equals, up to ``Delta`` vs ``sigma``, when
+    ``A = -1``); zero for ``s > t``.
+
+    Args:
+        delta: ``(batch, L, E)``.  A: ``(E, N)``.  t: the position that reads (0-based).
+
+    Returns:
+        ``(batch, L, E, N)``.
+    """
+    Lam = torch.cumsum(delta, dim=1)  # (batch, L, E): sum_{r<=s} Delta_r
+    decay = (Lam[:, t : t + 1] - Lam).clamp_min(0)  # (batch, L, E): sum_{r=s+1}^t Delta_r for s <= t
+    # clamp_min only removes float rounding below 0; rows s > t are zeroed by the mask below
+    G = delta.unsqueeze(-1) * torch.exp(decay.unsqueeze(-1) * A)  # (batch, L, E, N)
+    mask = (torch.arange(delta.shape[1], device=delta.device) <= t).to(delta.dtype)  # (L,)
+    return G * mask[None, :, None, None]
+
+
+def s6_kernel(delta, A, B, C) -> torch.Tensor:
+    """Mixing matrix of the S6 scan, ``K[t, s, c] = sum_n C_{t,n} B_{s,n} G[t, s, c, n]``, ``(batch, L, L, E)``.
+
+    Built one reading position ``t`` at a time (memory ``batch * L * E * N`` per step).
+    """
+    rows = []
+    for t in range(delta.shape[1]):
+        G = s6_gate(delta, A, t)  # (batch, L, E, N)
+        rows.append(torch.einsum("bn,bsn,bsen->bse", C[:, t], B, G))  # (batch, L, E)
+    return torch.stack(rows, dim=1)  # (batch, L(t), L(s), E)
+
+
+def selective_scan_s6_kernel(x, delta, A, B, C, D) -> torch.Tensor:
+    """S6 in its attention-like form ``y_t = sum_s K[t, s] * x_s + D x_t``; same signature as the scans."""
+    _check_s6(x, delta, A, B, C, D)
+    K = s6_kernel(delta, A, B, C)  # (batch, L, L, E)
+    return torch.einsum("btse,bse->bte", K, x) + D * x  # (batch, L, E)
+
+
+def _uniform_(t: torch.Tensor, bound: float, generator) -> None:
+    with torch.no_grad():
+        t.copy_((torch.rand(t.shape, generator=generator, dtype=torch.float64) * 2 - 1) * bound)
+
+
+class Mamba1Block(nn.Module):
+    """One Mamba-1 mixer (Gu & Dao 2023, Fig. 3): in-proj, causal conv + SiLU, S6, SiLU(z) gate, out-proj.
+
+    Initialisation follows the reference implementation (``A = -(1..N)``, ``Delta`` in
+    ``[dt_min, dt_max]`` log-uniform, ``D = 1``); all random draws come from ``generator``.
+
+    Args:
+        d_model: width of the residual stream.
+        d_state: ``N``.  expand: ``E / d_model``.  d_conv: causal conv width.
+        dt_rank: rank of the ``Delta`` projection (``ceil(d_model / 16)`` by default).
+        generator: ``torch.Generator`` on the CPU, or ``None`` for the global one.
+    """
+
+    def __init__(self, d_model: int, d_state: int = 16, expand: int = 2, d_conv: int = 4,
+                 dt_rank: int | None = None, dt_min: float = 1e-3, dt_max: float = 0.1,
+                 generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        for name, v in (("d_model", d_model), ("d_state", d_state), ("expand", expand), ("d_conv", d_conv)):
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer; got {v!r}")
+        if not (0 < dt_min < dt_max):
+            raise ValueError(f"need 0 < dt_min < dt_max; got dt_min={dt_min!r}, dt_max={dt_max!r}")
+        self.d_inner = E = expand * d_model
+        self.d_state, self.d_conv = d_state, d_conv
+        self.dt_rank = dt_rank or math.ceil(d_model / 16)
+        self.in_proj = nn.Linear(d_model, 2 * E, bias=False)
+        self.conv_weight = nn.Parameter(torch.empty(E, d_conv))  # depthwise causal filter
+        self.conv_bias = nn.Parameter(torch.empty(E))
+        self.x_proj = nn.Linear(E, self.dt_rank + 2 * d_state, bias=False)
+        self.dt_proj = nn.Linear(self.dt_rank, E, bias=True)
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, d_state + 1, dtype=torch.float32)).repeat(E, 1))
+        self.D = nn.Parameter(torch.ones(E))
+        self.out_proj = nn.Linear(E, d_model, bias=False)
+        self._init(generator, dt_min, dt_max)
+
+    def _init(self, g, dt_min, dt_max) -> None:
+        for lin in (self.in_proj, self.x_proj, self.out_proj):
+            _uniform_(lin.weight, lin.in_features ** -0.5, g)
+        _uniform_(self.conv_weight, self.d_conv ** -0.5, g)
+        _uniform_(self.conv_bias, self.d_conv ** -0.5, g)
+        _uniform_(self.dt_proj.weight, self.dt_rank ** -0.5, g)
+        u = torch.rand(self.d_inner, generator=g, dtype=torch.float64)
+        dt = torch.exp(u * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)).clamp_min(1e-4)
+        with torch.no_grad():
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^{-1}(dt)
+
+    def ssm_inputs(self, u: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Everything the scan needs from the block input ``u`` ``(batch, L, d_model)``."""
+        L = u.shape[1]
+        x, z = self.in_proj(u).chunk(2, dim=-1)  # (batch, L, E) each
+        x = F_.conv1d(x.transpose(1, 2), self.conv_weight.unsqueeze(1), self.conv_bias,
+                      padding=self.d_conv - 1, groups=self.d_inner)[..., :L].transpose(1, 2)  # (batch, L, E)
+        x = F_.silu(x)
+        dt, B, C = torch.split(self.x_proj(x), [self.dt_rank, self.d_state, self.d_state], dim=-1)
+        delta = F_.softplus(self.dt_proj(dt))  # (batch, L, E)
+        A = -torch.exp(self.A_log)  # (E, N)
+        return {"x": x, "z": z, "delta": delta, "A": A, "B": B, "C": C}
+
+    def forward(self, u: torch.Tensor, scan: str = "fast", probe: bool = False):
+        """``out_proj(S6(x) * silu(z))``, ``(batch, L, d_model)``.
+
+        Args:
+            u: ``(batch, L, d_model)``.
+            scan: ``"fast"`` (:func:`selective_scan_s6`), ``"sequential"``
+                (:func:`selective_scan_s6_seq`) or ``"kernel"`` (:func:`selective_scan_s6_kernel`).
+            probe: also return a dict: ``"attention"`` the scores ``C_t^T B_s`` ``(batch, 1, L, L)``
+                (row ``t``, column ``s``, zero above the diagonal), ``"gate"`` the gate of every
+                token seen from the last position averaged over the ``N`` states ``(batch, 1, L, E)``,
+                ``"gate_states"`` ``(batch, L, E, N)``, ``"kernel"`` ``K`` and ``"delta"``. The
+                output is then computed from the very ``K`` returned (``scan`` is ignored).
+        """
+        s = self.ssm_inputs(u)
+        args = (s["x"], s["delta"], s["A"], s["B"], s["C"], self.D)
+        if probe:
+            _check_s6(*args)
+            K = s6_kernel(s["delta"], s["A"], s["B"], s["C"])  # (batch, L, L, E)
+            y = torch.einsum("btse,bse->bte", K, s["x"]) + self.D * s["x"]  # (batch, L, E)
+        elif scan == "fast":
+            y = selective_scan_s6(*args)
+        elif scan == "sequential":
+            y = selective_scan_s6_seq(*args)
+        elif scan == "kernel":
+            y = selective_scan_s6_kernel(*args)
+        else:
+            raise ValueError(f"scan must be 'fast', 'sequential' or 'kernel'; got {scan!r}")
+        out = self.out_proj(y * F_.silu(s["z"]))  # (batch, L, d_model)
+        if not probe:
+            return out
+        L = u.shape[1]
+        causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=u.device))
+        scores = torch.einsum("btn,bsn->bts", s["C"], s["B"]) * causal  # (batch, L, L): C_t^T B_s
+        gate = s6_gate(s["delta"], s["A"], L - 1)  # (batch, L, E, N), read from the query
+        return out, {"attention": scores.unsqueeze(1),  # (batch, 1, L, L)
+                     "gate": gate.mean(dim=-1).unsqueeze(1),  # (batch, 1, L, E): mean over the N states
+                     "gate_states": gate, "kernel": K, "delta": s["delta"]}

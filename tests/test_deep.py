@@ -1,0 +1,157 @@
+"""Deep models: fast forms vs plain twins, probes consistent with the forward pass, errors."""
+import pytest
+import torch
+
+from mambaicl.models import gate_naive, gate_values, mamba_output
+from mambaicl.models.deep import (
+    KINDS,
+    attend,
+    attention_heads,
+    attention_heads_seq,
+    build_model,
+    gated_mix,
+    paper_scan_terms,
+    selective_scan_heads,
+    selective_scan_heads_seq,
+)
+
+
+def random_prompt(batch, L, d, seed, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    P = torch.randn(batch, L, d + 1, generator=g, dtype=dtype)
+    P[:, :, -1] = torch.where(torch.rand(batch, L, generator=g) < 0.5, -1.0, 1.0).to(dtype)
+    P[:, -1, -1] = 0
+    return P
+
+
+def heads_params(H=2, m=3, D=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(H, m, D, generator=g, dtype=torch.float64),
+            torch.randn(H, m, D, generator=g, dtype=torch.float64),
+            torch.randn(H, D, D, generator=g, dtype=torch.float64)]
+
+
+@pytest.mark.parametrize("L", [1, 4, 21])
+def test_quadratic_scan_matches_the_literal_recurrence(L):
+    u = torch.randn(3, L, 5, generator=torch.Generator().manual_seed(L), dtype=torch.float64)
+    W_B, W_C, W = heads_params()
+    assert (selective_scan_heads(u, W_B, W_C, W) - selective_scan_heads_seq(u, W_B, W_C, W)).abs().max() < 1e-10
+
+
+def test_gate_query_row_is_eq3_gate_of_each_channel():
+    u = torch.randn(4, 9, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    W_B, W_C, W = heads_params()
+    scores, G = paper_scan_terms(u, W_B, W_C, W)
+    for h in range(2):
+        for c in range(5):
+            assert (G[:, h, -1, :, c] - gate_values(u, W[h][:, c])).abs().max() < 1e-12
+            assert (G[:, h, -1, :, c] - gate_naive(u, W[h][:, c])).abs().max() < 1e-12
+        ref = torch.einsum("bsd,md,me,be->bs", u, W_B[h], W_C[h], u[:, -1])  # u_s^T W_B^T W_C u_query
+        assert (scores[:, h, -1] - ref).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("softmax", [False, True])
+def test_attention_matches_its_loop(softmax):
+    u = torch.randn(3, 8, 5, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    W_B, W_C, _ = heads_params()
+    fast = attend(u, attention_heads(u, W_B, W_C, softmax))
+    assert (fast - attention_heads_seq(u, W_B, W_C, softmax)).abs().max() < 1e-10
+
+
+def test_one_layer_deep_mamba_is_eq3_on_the_normalised_prompt():
+    """An independent computation: one layer, one head, d_model = d+1 reduces to Eq. (3)."""
+    d = 6
+    model = build_model("mamba", d, n_layers=1, d_model=d + 1, generator=torch.Generator().manual_seed(0)).double()
+    P = random_prompt(5, 11, d, seed=3, dtype=torch.float64)
+    mixer = model.mixers[0]
+    u = model.norms[0](P)  # embedding is the identity when d_model = d+1
+    F_ref = mamba_output(u, mixer.W_B[0], mixer.W_C[0], mixer.W[0][:, d])
+    assert (model(P) - F_ref).abs().max() < 1e-12
+    rec = model.probe(P)[0]
+    assert (rec["gate"][:, 0, :, d] - gate_values(u, mixer.W[0][:, d])).abs().max() < 1e-12
+    assert model.label_channel == d
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_probe_is_the_forward_pass(kind):
+    model = build_model(kind, 6, n_layers=3, n_heads=1 if kind == "mamba1" else 2, d_model=16,
+                        generator=torch.Generator().manual_seed(0)).double()
+    P = random_prompt(4, 10, 6, seed=1, dtype=torch.float64)
+    recs = model.probe(P)
+    assert len(recs) == 3
+    H = 1 if kind == "mamba1" else 2
+    for rec in recs:
+        assert (rec["F"] - model(P)).abs().max() < 1e-10
+        assert rec["attention"].shape == (4, H, 10, 10)
+        assert torch.triu(rec["attention"], diagonal=1).abs().max() == 0  # causal
+        if kind in ("mamba", "mamba1"):
+            assert rec["gate"].shape[:3] == (4, H, 10)
+    if kind == "softmax":
+        assert (recs[0]["attention"].sum(-1) - 1).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_layer_output_recomputed_from_probe(kind):
+    """The probe's tensors reproduce the layer output that the forward pass adds to the stream."""
+    if kind == "mamba1":
+        pytest.skip("covered by test_mamba1.test_block_modes_and_probe_agree")
+    model = build_model(kind, 4, n_layers=1, n_heads=2, d_model=8,
+                        generator=torch.Generator().manual_seed(0)).double()
+    P = random_prompt(3, 7, 4, seed=2, dtype=torch.float64)
+    rec = model.probe(P)[0]
+    u = model.norms[0](P @ model.embed.T)
+    mixer = model.mixers[0]
+    o = gated_mix(u, rec["attention"], rec["gate_full"]) if kind == "mamba" else attend(u, rec["attention"])
+    assert (mixer.combine(o) - mixer(u)).abs().max() < 1e-12
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_models_train_one_step_and_are_deterministic(kind):
+    a = build_model(kind, 5, generator=torch.Generator().manual_seed(7))
+    b = build_model(kind, 5, generator=torch.Generator().manual_seed(7))
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.equal(p, q)
+    P = random_prompt(8, 6, 5, seed=0)
+    loss = torch.clamp(1 - a(P), min=0).mean()
+    loss.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in a.parameters())
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"kind": "gru"}, "kind"),
+    ({"n_layers": 0}, "n_layers"),
+    ({"n_heads": -1}, "n_heads"),
+    ({"d_model": 2.5}, "d_model"),
+    ({"d": 0}, "d"),
+    ({"d_state": 0}, "d_state"),
+    ({"delta": 0.0}, "delta"),
+    ({"scan": "parallel"}, "scan"),
+    ({"kind": "mamba1", "n_heads": 2}, "n_heads"),
+    ({"kind": "linear", "scan": "quadratic"}, "scan"),
+    ({"colour": "red"}, "colour"),
+])
+def test_bad_arguments_raise_value_error_naming_the_parameter(kwargs, name):
+    args = {"kind": "mamba", "d": 4, **kwargs}
+    kind, d = args.pop("kind"), args.pop("d")
+    with pytest.raises(ValueError, match=name):
+        build_model(kind, d, **args)
+
+
+def test_bad_prompt_raises():
+    model = build_model("mamba", 4)
+    with pytest.raises(ValueError, match="d\\+1"):
+        model(torch.zeros(2, 5, 7))
+
+
+def test_small_d_model_uses_a_learned_embedding():
+    model = build_model("linear", 10, d_model=8, generator=torch.Generator().manual_seed(0))
+    assert model.label_channel is None
+    assert model(random_prompt(2, 5, 10, seed=0)).shape == (2,)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
+@pytest.mark.parametrize("kind", KINDS)
+def test_runs_on_gpu(kind):
+    model = build_model(kind, 4, device="cuda", generator=torch.Generator().manual_seed(0))
+    P = random_prompt(2, 5, 4, seed=0).cuda()
+    assert model(P).device.type == "cuda"
