@@ -1,0 +1,140 @@
+"""The "James Bond" poisoning of §4.2 / Example 1 and the SST-2 in-context prompts.
+
+Glossary (code name -> paper symbol):
+
+=================  ==========================================================================
+``PHRASE``         the outlier phrase "James Bond", inserted at a random word position (§4.2)
+``f``              the task, ``(batch,)`` in {+1, -1}: ``f = +1`` labels positive sentences +1
+                   and negative ones -1 (tasks ``(mu_a, mu_b)`` = (positive, negative)); ``f = -1``
+                   is the reversed task ``(negative, positive)`` (§3.2 with ``M_1 = 2``)
+``s``              sentiment of a sentence in {+1, -1} (SST-2 label 1 / 0)
+``y_i``            context label ``f * s_i`` for a clean example; by ``rule`` for an outlier
+``z``              the query's label ``f * s_query`` (the query never carries the phrase)
+``l``              context examples per prompt (8 in §4.2); prompts are ``(batch, l+1, d+1)``
+``alpha``          probability that a context example carries the phrase, Eq. (5) (``p_a``
+                   in training, Eq. (4))
+``RULES``          outlier labels: ``targeted`` (+1, Example 1), ``flipped`` (``-f s``), ``random``
+``PLACEMENTS``     ``FQ`` outliers farthest from the query, ``CQ`` closest, ``R`` random (§4.2)
+=================  ==========================================================================
+
+The outlier mask and outlier labels are the synthetic chapters' (:func:`mambaicl.data.prompts.
+outlier_mask`, :func:`~mambaicl.data.prompts.outlier_labels`): ``FQ`` / ``CQ`` put a Binomial(l,
+alpha) number of outliers at the far / near end, ``R`` draws each example independently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Sequence
+
+import torch
+
+from .prompts import outlier_labels, outlier_mask
+
+__all__ = [
+    "PHRASE",
+    "RULES",
+    "PLACEMENTS",
+    "insert_phrase",
+    "poison_sentences",
+    "EmbeddedPool",
+    "SST2Prompts",
+    "sst2_prompts",
+]
+
+PHRASE = "James Bond"
+RULES = {"targeted": "B", "flipped": "A", "random": "C"}  # name -> synthetic rule letter (§4.1)
+PLACEMENTS = {"FQ": "far", "CQ": "close", "R": "random"}  # §4.2 name -> outlier_mask placement
+
+
+def insert_phrase(sentence: str, position: int, phrase: str = PHRASE) -> str:
+    """``sentence`` with ``phrase`` inserted before word ``position`` (0 = first, n_words = last)."""
+    words = sentence.split()
+    if not 0 <= position <= len(words):
+        raise ValueError(f"position must be in [0, {len(words)}] for a {len(words)}-word sentence; got {position}")
+    return " ".join(words[:position] + [phrase] + words[position:])
+
+
+def poison_sentences(sentences: Sequence[str], generator: torch.Generator, phrase: str = PHRASE) -> List[str]:
+    """Each sentence with ``phrase`` at a uniformly random word position (§4.2), reproducibly."""
+    out = []
+    for s in sentences:
+        n_slots = len(s.split()) + 1
+        pos = int(torch.randint(n_slots, (1,), generator=generator))
+        out.append(insert_phrase(s, pos, phrase))
+    return out
+
+
+@dataclass
+class EmbeddedPool:
+    """Sentences of one split as features: clean ``x``, poisoned ``x_bond`` (both ``(n, d)``), ``s`` (n,)."""
+
+    x: torch.Tensor
+    x_bond: torch.Tensor
+    s: torch.Tensor
+
+    def __post_init__(self) -> None:
+        n = self.s.shape[0]
+        if self.x.shape != self.x_bond.shape or self.x.shape[0] != n or self.x.dim() != 2:
+            raise ValueError(f"x, x_bond must both be (n, d) with n = len(s) = {n}; "
+                             f"got {tuple(self.x.shape)} and {tuple(self.x_bond.shape)}")
+        if not bool(((self.s == 1) | (self.s == -1)).all()):
+            raise ValueError("sentiments s must be +1 (positive) or -1 (negative)")
+        for c in (1, -1):
+            if not bool((self.s == c).any()):
+                raise ValueError(f"the pool has no sentence of sentiment {c:+d}; prompts need both classes")
+
+    @property
+    def d(self) -> int:
+        return self.x.shape[1]
+
+
+@dataclass
+class SST2Prompts:
+    """A batch of SST-2 prompts: ``P`` (batch, l+1, d+1), ``z`` (batch,), ``outlier`` (batch, l),
+    the task ``f`` (batch,) and the sentence indices ``idx`` (batch, l+1) into the pool."""
+
+    P: torch.Tensor
+    z: torch.Tensor
+    outlier: torch.Tensor
+    f: torch.Tensor
+    idx: torch.Tensor
+
+
+def _sample_sentences(pool: EmbeddedPool, batch: int, l: int, generator: torch.Generator) -> torch.Tensor:
+    """Sentence indices ``(batch, l+1)``: each example positive or negative with probability 1/2 (Def. 1)."""
+    pos, neg = torch.nonzero(pool.s == 1).squeeze(1), torch.nonzero(pool.s == -1).squeeze(1)
+    want_pos = torch.rand(batch, l + 1, generator=generator) < 0.5  # (batch, l+1)
+    i_pos = pos[torch.randint(len(pos), (batch, l + 1), generator=generator)]  # (batch, l+1)
+    i_neg = neg[torch.randint(len(neg), (batch, l + 1), generator=generator)]  # (batch, l+1)
+    return torch.where(want_pos, i_pos, i_neg)
+
+
+def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0.0, placement: str = "R",
+                 rule: str = "targeted", generator: torch.Generator, target: int = 1) -> SST2Prompts:
+    """In-context prompts on SST-2 with "James Bond" outliers (§4.2; Definitions 1-2, Example 1).
+
+    Each prompt draws a task ``f`` in {+1, -1} and ``l + 1`` sentences (query last); clean labels
+    are ``f * s``. Context example ``i`` is replaced by its poisoned twin (phrase inserted) when the
+    outlier mask says so (probability ``alpha``, arranged by ``placement``) and then takes the
+    label of ``rule``. The query is never poisoned; its label ``z = f * s_query``.
+
+    Returns:
+        :class:`SST2Prompts` with ``P`` of shape ``(batch, l+1, d+1)`` (label entry of the query 0).
+    """
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {tuple(PLACEMENTS)}; got {placement!r}")
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {tuple(RULES)}; got {rule!r}")
+    if not (0.0 <= alpha <= 1.0) or l < 1 or batch < 1:
+        raise ValueError(f"need 0 <= alpha <= 1, l >= 1, batch >= 1; got alpha={alpha}, l={l}, batch={batch}")
+    f = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0)  # (batch,)
+    idx = _sample_sentences(pool, batch, l, generator)  # (batch, l+1)
+    y = f[:, None] * pool.s[idx].to(f.dtype)  # (batch, l+1) clean labels
+    outlier = outlier_mask(batch, l, alpha, PLACEMENTS[placement], generator)  # (batch, l)
+    bad = outlier_labels(y[:, :l], RULES[rule], target, generator)  # (batch, l)
+    x = pool.x[idx].clone()  # (batch, l+1, d)
+    x[:, :l][outlier] = pool.x_bond[idx[:, :l][outlier]]
+    y_ctx = torch.where(outlier, bad.to(y.dtype), y[:, :l])  # (batch, l)
+    labels = torch.cat([y_ctx, torch.zeros(batch, 1)], dim=1).to(x.dtype)  # (batch, l+1)
+    P = torch.cat([x, labels.unsqueeze(-1)], dim=-1)  # (batch, l+1, d+1)
+    return SST2Prompts(P=P, z=y[:, l].to(x.dtype), outlier=outlier, f=f, idx=idx)

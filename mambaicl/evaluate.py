@@ -1,0 +1,38 @@
+"""Classification error on test prompts (Definition 2) and the alpha sweeps of Figure 2.
+
+``error = E[1[z F(Psi; P') < 0]]`` over tasks in ``T`` and ``P' ~ D'`` (Section 2).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from .config import TestConfig
+from .data import Patterns, test_prompts
+
+__all__ = ["zero_one_error", "test_error", "alpha_sweep"]
+
+
+def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """Per-prompt 0-1 error ``1[z F < 0]`` (Section 2), ``(batch,)`` float; a NaN output counts as an error."""
+    return (~(z * F >= 0)).to(F.dtype)
+
+
+@torch.no_grad()
+def test_error(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, n: int,
+               generator: torch.Generator, chunk: int = 4000) -> float:
+    """0-1 error of ``model`` on ``n`` fresh Definition 2 prompts drawn from ``tasks``."""
+    if n < 1:
+        raise ValueError(f"n must be a positive number of test prompts; got {n}")
+    wrong = 0.0
+    for start in range(0, n, chunk):
+        pr = test_prompts(pat, test, tasks, min(chunk, n - start), generator)
+        wrong += float(zero_one_error(model(pr.P), pr.z).sum())
+    return wrong / n
+
+
+def alpha_sweep(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, alphas, n: int,
+                generator: torch.Generator) -> list:
+    """Test error at each ``alpha`` (everything else as in ``test``)."""
+    return [test_error(model, pat, dataclasses.replace(test, alpha=float(a)), tasks, n, generator) for a in alphas]

@@ -1,0 +1,92 @@
+"""The quantities Lemmas 3-6 describe, measured on a model during or after training.
+
+Glossary (code name -> paper symbol):
+
+=================  ===========================================================
+``pad``            ``(mu_j^T, 0^T)^T``: a pattern padded with zeros to ``n`` entries
+``lemma3``         ``(mu_j^T, 0) W (mu_j^T, 0)^T`` for ``W in {W_B, W_C}`` (Lemma 3)
+``pattern_attn``   ``(mu_i^T, 0) W_B^T W_C (mu_j^T, 0)^T``, ``(M1, M1)`` (Corollary 1)
+``w_v``, ``w_mu``  ``v*_s^T w`` and ``(mu_j^T, 0) w`` (Lemmas 4-5)
+``wp_clean``       mean ``w^T p_i`` over clean / outlier context examples (Eq. (12)-(14))
+``gate_sum``       ``sum_i G_{i,l+1}(w)`` over context examples (Lemma 6 bounds it by 1)
+``lemma6``         ``sum_i G_{i,l+1}(w) (l - i + 1)`` (Lemma 6)
+=================  ===========================================================
+"""
+from __future__ import annotations
+
+import torch
+
+from .data import Patterns, Prompts
+from .models import gate_values
+
+__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probe", "cyclic_distance"]
+
+
+def pad(vectors: torch.Tensor, n: int) -> torch.Tensor:
+    """Rows ``(u^T, 0^T)`` of length ``n``: patterns of R^d embedded in the token space, ``(k, n)``."""
+    if vectors.shape[1] > n:
+        raise ValueError(f"cannot pad vectors of length {vectors.shape[1]} to shorter length n = {n}")
+    out = vectors.new_zeros(vectors.shape[0], n)
+    out[:, : vectors.shape[1]] = vectors
+    return out
+
+
+def lemma3(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """``(mu_j^T, 0) W (mu_j^T, 0)^T`` for each ``j`` (Lemma 3, Eq. (10)), ``(M1,)``; ``W`` is ``(m, d+1)``."""
+    left, right = pad(mu, W.shape[0]), pad(mu, W.shape[1])  # (M1, m), (M1, d+1)
+    return torch.einsum("jm,mn,jn->j", left, W, right)
+
+
+def pattern_attention(W_B: torch.Tensor, W_C: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """Entry ``(i, j)`` is ``(mu_i^T, 0) W_B^T W_C (mu_j^T, 0)^T``: the attention a context example with
+    ``mu_i`` receives from a query with ``mu_j`` (the quantity summed in Corollary 1), ``(M1, M1)``."""
+    U = pad(mu, W_B.shape[1])  # (M1, d+1)
+    return U @ W_B.T @ W_C @ U.T  # (M1, M1)
+
+
+def cyclic_distance(M1: int) -> torch.Tensor:
+    """``min(|i - j|, M1 - |i - j|)``: how far apart two patterns are on the training cycle, ``(M1, M1)``."""
+    i = torch.arange(M1)
+    diff = (i[:, None] - i[None, :]).abs()
+    return torch.minimum(diff, M1 - diff)
+
+
+def gate_logit_means(w: torch.Tensor, pr: Prompts) -> tuple[float, float]:
+    """Mean ``w^T p_i`` over clean and over outlier context examples (Lemmas 4-5, Eq. (12)-(14))."""
+    logits = (pr.P @ w)[:, :-1]  # (batch, l)
+    clean = logits[~pr.outlier]
+    bad = logits[pr.outlier]
+    nan = float("nan")
+    return (float(clean.mean()) if clean.numel() else nan, float(bad.mean()) if bad.numel() else nan)
+
+
+def lemma6_sums(w: torch.Tensor, P: torch.Tensor) -> tuple[float, float]:
+    """Mean over prompts of ``sum_{i<=l} G_{i,l+1}`` and of ``sum_{i<=l} G_{i,l+1} (l - i + 1)`` (Lemma 6)."""
+    G = gate_values(P, w)[:, :-1]  # (batch, l)
+    l = G.shape[1]
+    dist = torch.arange(l, 0, -1, dtype=G.dtype)  # (l,): l - i + 1 for i = 1..l
+    return float(G.sum(1).mean()), float((G * dist).sum(1).mean())
+
+
+@torch.no_grad()
+def make_probe(pat: Patterns, pr: Prompts):
+    """A ``probe(model, t) -> dict`` for :func:`mambaicl.train.train`, on the fixed prompts ``pr``."""
+    M1 = pat.mu.shape[0]
+    dist = cyclic_distance(M1)
+
+    @torch.no_grad()
+    def probe(model, t: int) -> dict:
+        A = pattern_attention(model.W_B, model.W_C, pat.mu)
+        row = {"t": t, "muWBmu": float(lemma3(model.W_B, pat.mu).mean()),
+               "muWCmu": float(lemma3(model.W_C, pat.mu).mean())}
+        for k in range(int(dist.max()) + 1):
+            row[f"attn_dist{k}"] = float(A[dist == k].mean())
+        if hasattr(model, "w"):
+            w = model.w
+            row["w_v"] = float((pad(pat.v, w.shape[0]) @ w).mean())
+            row["w_mu"] = float((pad(pat.mu, w.shape[0]) @ w).mean())
+            row["wp_clean"], row["wp_outlier"] = gate_logit_means(w, pr)
+            row["gate_sum"], row["lemma6"] = lemma6_sums(w, pr.P)
+        return row
+
+    return probe
