@@ -83,3 +83,14 @@ def test_block_rejects_bad_sizes(bad):
     kw = {"d_model": 8, **bad}
     with pytest.raises(ValueError, match=next(iter(bad))):
         Mamba1Block(**kw)
+
+
+def test_causal_conv_matches_conv1d():
+    from mambaicl.models.mamba1 import causal_conv
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 9, 5, generator=g, dtype=torch.float64)
+    w = torch.randn(5, 4, generator=g, dtype=torch.float64)
+    b = torch.randn(5, generator=g, dtype=torch.float64)
+    ref = torch.nn.functional.conv1d(x.transpose(1, 2), w.unsqueeze(1), b, padding=3, groups=5)[..., :9].transpose(1, 2)
+    assert (causal_conv(x, w, b) - ref).abs().max() < 1e-12
