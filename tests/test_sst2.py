@@ -1,0 +1,161 @@
+"""SST-2 loading, poisoning and prompts (§4.2): every bad input gives a clear error.
+
+All files here are small TSVs the tests write themselves; the real data is only read by the
+chapter (and by ``test_real_sst2_shape`` when ``MAMBAICL_SST2_DIR`` is set).
+"""
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from mambaicl.data import sst2
+from mambaicl.data.poisoning import (PHRASE, EmbeddedPool, insert_phrase, poison_sentences,
+                                     sst2_prompts)
+from mambaicl.data.sst2 import ENV_VAR, load_sst2, read_glue_tsv
+from mambaicl.models.gated_attention import check_prompt
+
+
+def write_glue(folder: Path, train: str = "a good film\t1\nawful\t0\n", dev: str = "fine\t1\nbad\t0\n",
+               header: str = "sentence\tlabel\n") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.tsv").write_text(header + train, encoding="utf-8")
+    (folder / "dev.tsv").write_text(header + dev, encoding="utf-8")
+    return folder
+
+
+def test_load_from_path_and_env(tmp_path, monkeypatch):
+    folder = write_glue(tmp_path / "glue")
+    data = load_sst2(folder)
+    assert data == {"train": [("a good film", 1), ("awful", 0)], "validation": [("fine", 1), ("bad", 0)]}
+    monkeypatch.setenv(ENV_VAR, str(folder))
+    assert load_sst2() == data
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="SST-2 directory not found.*MAMBAICL_SST2_DIR"):
+        load_sst2(tmp_path / "nowhere")
+
+
+def test_missing_file(tmp_path):
+    folder = write_glue(tmp_path / "glue")
+    (folder / "dev.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match="dev.tsv"):
+        load_sst2(folder)
+
+
+@pytest.mark.parametrize("header", ["", "text\tlabel\n", "a good film\t1\n"])
+def test_file_without_header(tmp_path, header):
+    folder = write_glue(tmp_path / "glue", header=header)
+    with pytest.raises(ValueError, match=r"train.tsv, line 1: expected the header 'sentence<TAB>label'"):
+        load_sst2(folder)
+
+
+@pytest.mark.parametrize("label", ["2", "-1", "pos", ""])
+def test_label_other_than_0_1(tmp_path, label):
+    folder = write_glue(tmp_path / "glue", train=f"a good film\t1\nawful\t{label}\n")
+    with pytest.raises(ValueError, match=r"train.tsv, line 3: label must be 0 or 1"):
+        load_sst2(folder)
+
+
+@pytest.mark.parametrize("row", ["no tab here", "too\tmany\t1", "\t1"])
+def test_malformed_row_names_file_and_line(tmp_path, row):
+    folder = write_glue(tmp_path / "glue", dev=f"fine\t1\n{row}\n")
+    with pytest.raises(ValueError, match=r"dev.tsv, line 3"):
+        load_sst2(folder)
+
+
+def test_crlf_and_trailing_space(tmp_path):
+    f = tmp_path / "x.tsv"
+    f.write_bytes(b"sentence\tlabel\r\nit 's fine . \t1\r\n")
+    assert read_glue_tsv(f) == [("it 's fine .", 1)]
+
+
+def test_no_data_no_network(monkeypatch):
+    """Neither a path nor the environment variable, and the hub fails: say how to provide the data."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+    def offline():
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(sst2, "_load_hub", offline)
+    with pytest.raises(FileNotFoundError, match=r"(?s)hub failed.*train.tsv and dev.tsv.*MAMBAICL_SST2_DIR"):
+        load_sst2()
+
+
+@pytest.mark.skipif(not os.environ.get(ENV_VAR), reason="real SST-2 only when MAMBAICL_SST2_DIR is set (CI)")
+def test_real_sst2_shape():
+    data = load_sst2()
+    assert len(data["train"]) == 67349 and len(data["validation"]) == 872
+    assert sum(y for _, y in data["validation"]) == 444
+
+
+def test_insert_phrase_every_position():
+    assert insert_phrase("a b", 0) == f"{PHRASE} a b"
+    assert insert_phrase("a b", 1) == f"a {PHRASE} b"
+    assert insert_phrase("a b", 2) == f"a b {PHRASE}"
+    with pytest.raises(ValueError, match="position"):
+        insert_phrase("a b", 3)
+
+
+def test_poison_sentences_reproducible_and_uniform():
+    sents = ["w1 w2 w3"] * 4000
+    a = poison_sentences(sents, torch.Generator().manual_seed(1))
+    b = poison_sentences(sents, torch.Generator().manual_seed(1))
+    assert a == b and all(s.replace(PHRASE + " ", "").replace(" " + PHRASE, "") == "w1 w2 w3" for s in a)
+    counts = torch.bincount(torch.tensor([s.split().index("James") for s in a]), minlength=4).double()
+    assert torch.allclose(counts / 4000, torch.full((4,), 0.25, dtype=torch.float64), atol=0.03)
+
+
+def toy_pool(n=40, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    s = torch.where(torch.arange(n) % 2 == 0, 1.0, -1.0)
+    x = torch.randn(n, d, generator=g)
+    return EmbeddedPool(x=x, x_bond=x + 100.0, s=s)  # poisoned twins are easy to spot: +100
+
+
+@pytest.mark.parametrize("placement", ["FQ", "CQ", "R"])
+@pytest.mark.parametrize("rule", ["targeted", "flipped", "random"])
+def test_prompts_layout_labels_and_outliers(placement, rule):
+    pool = toy_pool()
+    pr = sst2_prompts(pool, 500, l=8, alpha=0.6, placement=placement, rule=rule,
+                      generator=torch.Generator().manual_seed(0))
+    check_prompt(pr.P, pool.d)
+    assert pr.P.shape == (500, 9, 6)
+    x, y = pr.P[..., :-1], pr.P[:, :8, -1]
+    assert torch.equal(x[:, :8].mean(-1) > 50, pr.outlier)  # outliers are exactly the poisoned twins
+    assert not (x[:, 8] > 50).any()  # the query is never poisoned
+    clean = pool.s[pr.idx] * pr.f[:, None]  # (batch, l+1)
+    assert torch.equal(pr.z, clean[:, 8])
+    assert torch.equal(y[~pr.outlier], clean[:, :8][~pr.outlier])
+    bad = y[pr.outlier]
+    if rule == "targeted":
+        assert (bad == 1).all()
+    elif rule == "flipped":
+        assert torch.equal(bad, -clean[:, :8][pr.outlier])
+    else:
+        assert 0.4 < float((bad == 1).double().mean()) < 0.6
+    count = pr.outlier.sum(1)
+    if placement == "FQ":
+        assert torch.equal(pr.outlier, torch.arange(8)[None] < count[:, None])
+    if placement == "CQ":
+        assert torch.equal(pr.outlier, torch.arange(8)[None] >= 8 - count[:, None])
+    assert abs(float(pr.outlier.double().mean()) - 0.6) < 0.03
+
+
+def test_prompts_balanced_tasks_and_sentiments():
+    pr = sst2_prompts(toy_pool(), 4000, generator=torch.Generator().manual_seed(3))
+    assert abs(float(pr.f.mean())) < 0.05 and abs(float(pr.z.mean())) < 0.05
+    assert not pr.outlier.any()  # alpha = 0 by default
+
+
+def test_prompt_arguments_validated():
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="placement"):
+        sst2_prompts(toy_pool(), 2, placement="far", generator=g)
+    with pytest.raises(ValueError, match="rule"):
+        sst2_prompts(toy_pool(), 2, rule="B", generator=g)
+    with pytest.raises(ValueError, match="alpha"):
+        sst2_prompts(toy_pool(), 2, alpha=1.5, generator=g)
+    with pytest.raises(ValueError, match="sentiment"):
+        EmbeddedPool(x=torch.zeros(3, 2), x_bond=torch.zeros(3, 2), s=torch.ones(3))

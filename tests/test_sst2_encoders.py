@@ -1,0 +1,114 @@
+"""Sentence encoder: weight-hash check, embedding cache (keyed, atomic, corruption-proof)."""
+import shutil
+import warnings
+
+import pytest
+import torch
+
+from mambaicl.data import encoders
+from mambaicl.data.encoders import (MINILM_SHA256, EmbeddingCache, bundled_minilm_dir, default_cache_dir,
+                                    load_encoder, sha256_file, verify_weights)
+
+
+class FakeEncoder:
+    """Deterministic stand-in: embedding = (len(text), number of spaces, 1); counts its calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, texts, batch_size=64, progress=False):
+        self.calls.append(list(texts))
+        return torch.tensor([[len(t), t.count(" "), 1.0] for t in texts])
+
+
+def make_cache(tmp_path, encoder_id="fake@1"):
+    fake = FakeEncoder()
+    return EmbeddingCache(encoder_id, lambda: fake, tmp_path / "cache"), fake
+
+
+def test_bundled_minilm_hash_is_the_hubs():
+    assert sha256_file(bundled_minilm_dir() / "model.safetensors") == MINILM_SHA256
+
+
+def test_fake_model_dir_with_wrong_weights_is_refused(tmp_path):
+    fake = tmp_path / "fake-minilm"
+    shutil.copytree(bundled_minilm_dir(), fake, ignore=shutil.ignore_patterns("model.safetensors"))
+    (fake / "model.safetensors").write_bytes(b"not the real weights")
+    with pytest.raises(ValueError, match="fail the integrity check: sha256 .* != expected 53aa5117"):
+        load_encoder("all-MiniLM-L6-v2", model_dir=fake, sha256=MINILM_SHA256)
+    (fake / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="encoder weights not found"):
+        verify_weights(fake, MINILM_SHA256)
+    with pytest.raises(ValueError, match="needs its model.safetensors sha256"):
+        load_encoder("x", model_dir=fake)
+
+
+def test_real_minilm_loads_and_embeds():
+    enc = load_encoder()  # hash-checked
+    x = enc.encode(["a charming film .", "a dull , lifeless film ."])
+    assert x.shape == (2, 384) and x.dtype == torch.float32
+    assert torch.allclose(x.norm(dim=1), torch.ones(2), atol=1e-5)
+    assert enc.encoder_id == "all-MiniLM-L6-v2@" + MINILM_SHA256[:12]
+
+
+def test_cache_dir_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("MAMBAICL_CACHE_DIR", str(tmp_path / "c"))
+    assert default_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("MAMBAICL_CACHE_DIR")
+    assert default_cache_dir().parts[-2:] == (".cache", "mambaicl")
+
+
+def test_cache_encodes_only_missing_texts(tmp_path):
+    cache, fake = make_cache(tmp_path)
+    a = cache.embed(["x y", "z"])
+    b = cache.embed(["z", "new text here", "x y", "z"])
+    assert fake.calls == [["x y", "z"], ["new text here"]]
+    assert torch.equal(b, torch.tensor([[1.0, 0, 1], [13, 2, 1], [3, 1, 1], [1, 0, 1]]))
+    assert torch.equal(a, b[[2, 0]])
+    fresh, fake2 = make_cache(tmp_path)  # a new process: everything from disk, encoder never loaded
+    assert torch.equal(fresh.embed(["x y", "new text here"]), b[[2, 1]]) and fake2.calls == []
+
+
+def test_cache_keyed_by_encoder(tmp_path):
+    c1, _ = make_cache(tmp_path, "enc-A")
+    c2, fake2 = make_cache(tmp_path, "enc-B")
+    c1.embed(["hello"])
+    c2.embed(["hello"])
+    assert fake2.calls == [["hello"]] and c1.file != c2.file
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "tamper"])
+def test_corrupt_cache_is_detected_and_rebuilt(tmp_path, damage):
+    cache, _ = make_cache(tmp_path)
+    want = cache.embed(["one", "two words"])
+    raw = cache.file.read_bytes()
+    if damage == "truncate":
+        cache.file.write_bytes(raw[: len(raw) // 2])
+    elif damage == "garbage":
+        cache.file.write_bytes(b"\x00" * 100)
+    else:  # valid file, altered numbers: only the digest notices
+        blob = torch.load(cache.file, weights_only=True)
+        blob["emb"][0, 0] += 1
+        torch.save(blob, cache.file)
+    again, fake = make_cache(tmp_path)
+    with pytest.warns(UserWarning, match="corrupt.*rebuilding"):
+        got = again.embed(["one", "two words"])
+    assert torch.equal(got, want) and fake.calls == [["one", "two words"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.equal(make_cache(tmp_path)[0].embed(["one"]), want[:1])  # healthy again
+
+
+def test_cache_write_is_atomic(tmp_path, monkeypatch):
+    cache, _ = make_cache(tmp_path)
+    cache.embed(["kept"])
+    before = cache.file.read_bytes()
+
+    def crash(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(encoders.os, "replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        cache.embed(["kept", "lost"])
+    assert cache.file.read_bytes() == before  # the old file is intact
+    assert list(cache.dir.glob("*.tmp")) == []  # and no temporary file is left behind
