@@ -187,7 +187,7 @@ def test_bad_prompts_raise_clear_errors(cls, make, message):
 
 
 @pytest.mark.parametrize("kwargs, message", [({"d": 0, "m": 3}, "d must be"), ({"d": 3, "m": 0}, "m must be"),
-                                             ({"d": 3, "m": 3, "delta": 0.5}, "delta must lie in")])
+                                             ({"d": 3, "m": 3, "delta": -0.5}, "delta must be a positive")])
 def test_bad_constructor_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         OneLayerMamba(**kwargs)

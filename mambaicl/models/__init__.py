@@ -1,7 +1,3 @@
-# >>> NOTE TO THE ISSUE-3 DEVELOPER ("D3"), from the lead (temporary, will be removed):
-# >>> your task prompt lost its brief. Read /tmp/common_brief.md NOW, entirely: it fixes the
-# >>> generic `mambaicl.train.train(model, sample_batch, *, steps, batch_size, lr, ...)` contract
-# >>> that D4 and D5 are already coding against, file ownership, git etiquette and the deadline.
 """Models: the literal recurrence (Eq. 1) and its closed form, gated linear attention (Eq. 3)."""
 from .gated_attention import (
     OneLayerLinearTransformer,

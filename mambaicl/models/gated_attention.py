@@ -135,8 +135,8 @@ class _GatedAttentionBase(nn.Module):
             raise ValueError(f"d must be a positive integer (the data dimension); got {d!r}")
         if not isinstance(m, int) or m < 1:
             raise ValueError(f"m must be a positive integer (the state size); got {m!r}")
-        if not (0 < delta <= 0.2):
-            raise ValueError(f"delta must lie in (0, 0.2] as in Section 2; got {delta!r}")
+        if not (isinstance(delta, (int, float)) and 0 < delta < float("inf")):
+            raise ValueError(f"delta must be a positive finite number (Section 2 uses (0, 0.2]); got {delta!r}")
         self.d, self.m, self.delta = d, m, float(delta)
         dtype = torch.get_default_dtype()
         self.W_B = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
