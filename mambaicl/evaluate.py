@@ -11,7 +11,7 @@ import torch
 from .config import TestConfig
 from .data import Patterns, test_prompts
 
-__all__ = ["zero_one_error", "test_error", "alpha_sweep"]
+__all__ = ["zero_one_error", "test_error", "alpha_sweep", "errors_by_task_group", "breakdown_alpha"]
 
 
 def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
@@ -36,3 +36,29 @@ def alpha_sweep(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, alp
                 generator: torch.Generator) -> list:
     """Test error at each ``alpha`` (everything else as in ``test``)."""
     return [test_error(model, pat, dataclasses.replace(test, alpha=float(a)), tasks, n, generator) for a in alphas]
+
+
+def errors_by_task_group(model, pat: Patterns, test: TestConfig, n: int, generator: torch.Generator) -> dict:
+    """Test error on each group of tasks of :func:`mambaicl.probes.task_groups`, ``n`` prompts per group."""
+    from .data import all_tasks
+    from .probes import task_groups
+
+    M1 = pat.mu.shape[0]
+    tasks = all_tasks(M1)
+    names = task_groups(tasks, M1)
+    out = {}
+    for name in sorted(set(names)):
+        keep = torch.tensor([nm == name for nm in names])
+        out[name] = test_error(model, pat, test, tasks[keep], n, generator)
+    return out
+
+
+def breakdown_alpha(alphas, errors, jump: float = 0.1) -> float:
+    """The first ``alpha`` whose error exceeds the error at the first ``alpha`` by more than ``jump``;
+    ``nan`` if none does (the model never breaks down on the grid)."""
+    if len(alphas) != len(errors) or not alphas:
+        raise ValueError(f"alphas and errors must be non-empty and aligned; got {len(alphas)} and {len(errors)}")
+    for a, e in zip(alphas, errors):
+        if e > errors[0] + jump:
+            return float(a)
+    return float("nan")

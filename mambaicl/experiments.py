@@ -2,8 +2,9 @@
 
 Glossary: ``seed`` fixes every generator below; ``preset`` is a :class:`mambaicl.config.Preset`.
 Generators are derived from the seed by fixed offsets so that each stage is reproducible on its
-own: patterns (+0), Mamba initialisation (+1), Mamba training prompts (+2), linear Transformer
-training prompts (+3), test prompts (+4).
+own: patterns (+0), Mamba initialisation (+1), test prompts (+4); the training prompts of Mamba
+and of the linear Transformer are drawn by :func:`mambaicl.fit.fit` seeded with ``seed + 2`` and
+``seed + 3``.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .data import Patterns, all_tasks, make_patterns, test_outliers, training_pr
 from .evaluate import alpha_sweep, zero_one_error
 from .train import hinge_loss, make_model, train
 
-__all__ = ["MODELS", "generators", "train_models", "fig2_errors", "run_fig2", "eta_search", "preset_config"]
+__all__ = ["MODELS", "generators", "train_seed", "train_models", "fig2_errors", "run_fig2", "eta_search", "preset_config"]
 
 MODELS = ("mamba", "linear_transformer")
 
@@ -29,14 +30,21 @@ def generators(seed: int) -> dict:
     return {k: torch.Generator().manual_seed(seed + i) for i, k in enumerate(names)}
 
 
-def train_models(preset: Preset, pat: Patterns, gens: dict, progress: bool = True, probe=None,
-                 record_every: int = 0) -> dict:
-    """Train the one-layer Mamba and the linear Transformer with the preset; ``{kind: TrainResult}``."""
+def train_seed(seed: int, kind: str) -> int:
+    """Seed of the training prompts of model ``kind`` (see the module docstring)."""
+    return seed + 2 + MODELS.index(kind)
+
+
+def train_models(preset: Preset, pat: Patterns, seed: int, progress: bool = True, probes=None,
+                 record_every: int = 1) -> dict:
+    """Train the one-layer Mamba and the linear Transformer with the preset; ``{kind: (model, history)}``."""
     out = {}
+    init = generators(seed)["init"]
     for kind, tr in zip(MODELS, (preset.train_mamba, preset.train_lt)):
-        model = make_model(kind, preset.data, tr, gens["init"])
-        out[kind] = train(model, pat, preset.data, tr, training_tasks(preset.data.M1), gens[f"train_{kind}"],
-                          probe=probe, record_every=record_every, progress=progress, desc=kind)
+        model = make_model(kind, preset.data, tr, init)
+        hist = train(model, pat, preset.data, tr, training_tasks(preset.data.M1), train_seed(seed, kind),
+                     probes=probes, record_every=record_every, progress=progress)
+        out[kind] = (model, hist)
     return out
 
 
@@ -68,12 +76,12 @@ def run_fig2(preset: Preset, seed: int = 0, progress: bool = True) -> tuple[dict
     """
     gens = generators(seed)
     pat = make_patterns(preset.data, gens["patterns"])
-    trained = train_models(preset, pat, gens, progress=progress)
-    models = {k: r.model for k, r in trained.items()}
+    trained = train_models(preset, pat, seed, progress=progress)
+    models = {k: m for k, (m, _) in trained.items()}
     errors = fig2_errors(models, preset, pat, gens["test"])
     config = preset_config(preset)
     results = {"preset": preset.name, "seed": seed, "alphas": list(preset.alphas), "n_test": preset.n_test,
-               "errors": errors, "final_train_loss": {k: r.loss[-1] for k, r in trained.items()}, "config": config}
+               "errors": errors, "final_train_loss": {k: h.loss[-1] for k, (_, h) in trained.items()}, "config": config}
     m, lt = models["mamba"], models["linear_transformer"]
     artifacts = {
         "patterns": {"mu": pat.mu, "nu": pat.nu, "v": pat.v, "v_test": test_outliers(pat.v, preset.test.v_coeffs)},
@@ -100,7 +108,7 @@ def eta_search(preset: Preset, kind: str, etas, seed: int = 0, n_val: int = 4000
         tr: TrainConfig = dataclasses.replace(base, eta=eta)
         model = make_model(kind, preset.data, tr, generators(seed)["init"])
         try:
-            train(model, pat, preset.data, tr, tasks, generators(seed)[f"train_{kind}"], progress=False)
+            train(model, pat, preset.data, tr, tasks, train_seed(seed, kind), progress=False)
         except FloatingPointError:
             out[eta] = (float("inf"), 1.0)
             continue

@@ -19,7 +19,7 @@ import torch
 from .data import Patterns, Prompts
 from .models import gate_values
 
-__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probe", "cyclic_distance"]
+__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probes", "cyclic_distance", "task_groups"]
 
 
 def pad(vectors: torch.Tensor, n: int) -> torch.Tensor:
@@ -68,25 +68,38 @@ def lemma6_sums(w: torch.Tensor, P: torch.Tensor) -> tuple[float, float]:
     return float(G.sum(1).mean()), float((G * dist).sum(1).mean())
 
 
-@torch.no_grad()
-def make_probe(pat: Patterns, pr: Prompts):
-    """A ``probe(model, t) -> dict`` for :func:`mambaicl.train.train`, on the fixed prompts ``pr``."""
-    M1 = pat.mu.shape[0]
-    dist = cyclic_distance(M1)
+def make_probes(pat: Patterns, pr: Prompts, gated: bool) -> dict:
+    """``name -> probe(model) -> float`` for :func:`mambaicl.fit.fit`, measured on the fixed prompts ``pr``.
 
-    @torch.no_grad()
-    def probe(model, t: int) -> dict:
-        A = pattern_attention(model.W_B, model.W_C, pat.mu)
-        row = {"t": t, "muWBmu": float(lemma3(model.W_B, pat.mu).mean()),
-               "muWCmu": float(lemma3(model.W_C, pat.mu).mean())}
-        for k in range(int(dist.max()) + 1):
-            row[f"attn_dist{k}"] = float(A[dist == k].mean())
-        if hasattr(model, "w"):
-            w = model.w
-            row["w_v"] = float((pad(pat.v, w.shape[0]) @ w).mean())
-            row["w_mu"] = float((pad(pat.mu, w.shape[0]) @ w).mean())
-            row["wp_clean"], row["wp_outlier"] = gate_logit_means(w, pr)
-            row["gate_sum"], row["lemma6"] = lemma6_sums(w, pr.P)
-        return row
+    ``muWBmu`` / ``muWCmu``: mean Lemma 3 diagonal; ``attn_dist{k}``: mean ``pattern_attention`` over
+    pattern pairs ``k`` steps apart on the training cycle; for a gated model also ``w_v``, ``w_mu``,
+    ``wp_clean``, ``wp_outlier``, ``gate_sum`` and ``lemma6``.
+    """
+    dist = cyclic_distance(pat.mu.shape[0])
+    probes = {"muWBmu": lambda m: lemma3(m.W_B, pat.mu).mean(), "muWCmu": lambda m: lemma3(m.W_C, pat.mu).mean()}
+    for k in range(int(dist.max()) + 1):
+        probes[f"attn_dist{k}"] = lambda m, k=k: pattern_attention(m.W_B, m.W_C, pat.mu)[dist == k].mean()
+    if gated:
+        probes.update({
+            "w_v": lambda m: (pad(pat.v, m.w.shape[0]) @ m.w).mean(),
+            "w_mu": lambda m: (pad(pat.mu, m.w.shape[0]) @ m.w).mean(),
+            "wp_clean": lambda m: gate_logit_means(m.w, pr)[0],
+            "wp_outlier": lambda m: gate_logit_means(m.w, pr)[1],
+            "gate_sum": lambda m: lemma6_sums(m.w, pr.P)[0],
+            "lemma6": lambda m: lemma6_sums(m.w, pr.P)[1],
+        })
+    return probes
 
-    return probe
+
+def task_groups(tasks: torch.Tensor, M1: int) -> list:
+    """Name each task ``(a, b)`` by its relation to the cyclic training set: ``"training"`` if
+    ``b = a + 1``, ``"reversed"`` if ``a = b + 1`` (mod ``M1``), else ``"distance k"``."""
+    names = []
+    for a, b in tasks.tolist():
+        if b == (a + 1) % M1:
+            names.append("training")
+        elif a == (b + 1) % M1:
+            names.append("reversed")
+        else:
+            names.append(f"distance {min(abs(a - b), M1 - abs(a - b))}")
+    return names

@@ -1,30 +1,27 @@
-"""Algorithm 1: SGD on the hinge loss, with the Lemma 3-6 probes recorded along the way.
+"""Algorithm 1 on the synthetic data: the one-layer models trained by :func:`mambaicl.fit.fit`.
 
 Glossary (code name -> paper symbol):
 
 ============  ==========================================================
 ``hinge``     ``l(Psi; P, z) = max{0, 1 - z F(Psi; P)}`` (Section 2)
 ``eta``       step size ``eta``; ``B`` the batch size; ``T`` the iterations
-``history``   probe values every ``record_every`` steps (see :mod:`mambaicl.probes`)
+``history``   :class:`mambaicl.fit.TrainHistory`: loss and probes (see :mod:`mambaicl.probes`)
 ============  ==========================================================
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
 
 import torch
-from tqdm.auto import tqdm
 
 from .config import DataConfig, TrainConfig
 from .data import Patterns, training_prompts
+from .fit import TrainHistory, fit, hinge_loss_mean
 from .models import OneLayerLinearTransformer, OneLayerMamba
 
-__all__ = ["hinge_loss", "make_model", "TrainResult", "train", "sgd_step"]
+__all__ = ["hinge_loss", "make_model", "train"]
 
-
-def hinge_loss(F: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-    """Mean hinge loss ``max{0, 1 - z F}`` over the batch (Section 2)."""
-    return torch.clamp(1 - z * F, min=0).mean()
+hinge_loss = hinge_loss_mean
 
 
 def make_model(kind: str, data: DataConfig, train: TrainConfig, generator: torch.Generator):
@@ -38,53 +35,24 @@ def make_model(kind: str, data: DataConfig, train: TrainConfig, generator: torch
     return model.double()
 
 
-@dataclass
-class TrainResult:
-    """The trained model, its per-step training loss and the probe history."""
-
-    model: torch.nn.Module
-    loss: list = field(default_factory=list)
-    history: list = field(default_factory=list)
-
-
-def sgd_step(model, P: torch.Tensor, z: torch.Tensor, eta: float) -> float:
-    """One step of Algorithm 1: ``Psi <- Psi - eta * grad of the mean hinge loss``; returns the loss."""
-    loss = hinge_loss(model(P), z)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"the training loss became {float(loss)}; the step size eta = {eta} is too large")
-    model.zero_grad(set_to_none=True)
-    loss.backward()
-    with torch.no_grad():
-        for p in model.parameters():
-            p -= eta * p.grad
-    return float(loss.detach())
-
-
-def train(model, pat: Patterns, data: DataConfig, cfg: TrainConfig, tasks: torch.Tensor,
-          generator: torch.Generator, probe=None, record_every: int = 0, progress: bool = True,
-          desc: str = "SGD") -> TrainResult:
-    """Train ``model`` by Algorithm 1 on fresh Definition 1 prompts from ``tasks`` (``N = B T``).
+def train(model, pat: Patterns, data: DataConfig, cfg: TrainConfig, tasks: torch.Tensor, seed: int,
+          probes: dict | None = None, record_every: int = 1, progress: bool = True) -> TrainHistory:
+    """Algorithm 1: plain SGD on the hinge loss over fresh Definition 1 prompts (``N = B T``).
 
     Args:
-        probe: optional ``probe(model, t) -> dict`` called at ``t = 0`` and every ``record_every`` steps.
-        progress: show a ``tqdm`` bar.
+        tasks: training tasks ``(n, 2)``, e.g. :func:`mambaicl.data.training_tasks`.
+        seed: seeds the generator of the training prompts.
+        probes: ``name -> probe(model) -> float``, recorded every ``record_every`` steps.
+
+    Raises:
+        FloatingPointError: the loss became NaN or infinite (the step size is too large).
     """
-    result = TrainResult(model=model)
-    for t in tqdm(range(cfg.T + 1), desc=desc, disable=not progress, mininterval=1.0):
-        if probe is not None and record_every and t % record_every == 0:
-            result.history.append(probe(model, t))
-        if t == cfg.T:
-            break
-        batch = training_prompts(pat, data, tasks, cfg.B, generator)
-        result.loss.append(sgd_step(model, batch.P, batch.z, cfg.eta))
-    return result
+    def sample(batch: int, g: torch.Generator):
+        pr = training_prompts(pat, data, tasks, batch, g)
+        return pr.P, pr.z
 
-
-# --- The generic trainer of the cross-developer contract (added by the lead) ---------------
-# Deep models and SST-2 experiments: use `fit(model, sample_batch, *, steps, batch_size, lr,
-# optimizer="sgd", loss="hinge", seed=0, device=None, record_every=10, probes=None,
-# progress=True, callback=None) -> TrainHistory` (the contract's generic `train`), from
-# mambaicl/fit.py. `train` above is the synthetic-data trainer of Chapters 2-4.
-from .fit import TrainHistory, fit  # noqa: E402
-
-__all__ += ["TrainHistory", "fit"]
+    hist = fit(model, sample, steps=cfg.T, batch_size=cfg.B, lr=cfg.eta, seed=seed,
+               record_every=record_every, probes=probes, progress=progress)
+    if not all(math.isfinite(x) for x in hist.loss):
+        raise FloatingPointError(f"the training loss diverged; the step size eta = {cfg.eta} is too large")
+    return hist
