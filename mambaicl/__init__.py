@@ -15,10 +15,18 @@ from .models import (
     selective_scan,
     selective_scan_closed_form,
 )
+from .config import FIG2, PLAIN, DataConfig, Preset, TestConfig, TrainConfig, get_preset
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DataConfig",
+    "FIG2",
+    "PLAIN",
+    "Preset",
+    "TestConfig",
+    "TrainConfig",
+    "get_preset",
     "OneLayerLinearTransformer",
     "OneLayerMamba",
     "attention_scores",

@@ -11,7 +11,8 @@ import torch
 from .config import TestConfig
 from .data import Patterns, test_prompts
 
-__all__ = ["zero_one_error", "test_error", "alpha_sweep", "errors_by_task_group", "breakdown_alpha"]
+__all__ = ["zero_one_error", "classification_error", "test_error", "alpha_sweep", "errors_by_task_group",
+           "breakdown_alpha"]
 
 
 def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
@@ -62,3 +63,19 @@ def breakdown_alpha(alphas, errors, jump: float = 0.1) -> float:
         if e > errors[0] + jump:
             return float(a)
     return float("nan")
+
+
+@torch.no_grad()
+def classification_error(model, P: torch.Tensor, z: torch.Tensor, chunk: int = 4096) -> float:
+    """Fraction of prompts with ``z F(P) <= 0`` (a NaN output counts as an error); batched, no gradients.
+
+    The cross-chapter contract used by the deep-model and SST-2 chapters; ``F = 0`` counts as an
+    error here, while :func:`zero_one_error` follows Section 2's ``1[z F < 0]`` literally.
+    """
+    if P.shape[0] != z.shape[0] or P.shape[0] == 0:
+        raise ValueError(f"P and z must hold the same positive number of prompts; got {P.shape[0]} and {z.shape[0]}")
+    wrong = 0
+    for start in range(0, P.shape[0], chunk):
+        F = model(P[start : start + chunk])
+        wrong += int((~(z[start : start + chunk].to(F.dtype) * F > 0)).sum())
+    return wrong / P.shape[0]

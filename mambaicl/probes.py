@@ -19,7 +19,8 @@ import torch
 from .data import Patterns, Prompts
 from .models import gate_values
 
-__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probes", "cyclic_distance", "task_groups"]
+__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probes", "cyclic_distance", "task_groups",
+           "corollary1_sums", "corollary2_gates"]
 
 
 def pad(vectors: torch.Tensor, n: int) -> torch.Tensor:
@@ -103,3 +104,20 @@ def task_groups(tasks: torch.Tensor, M1: int) -> list:
         else:
             names.append(f"distance {min(abs(a - b), M1 - abs(a - b))}")
     return names
+
+
+@torch.no_grad()
+def corollary1_sums(model, pr: Prompts) -> tuple[torch.Tensor, torch.Tensor]:
+    """Corollary 1, Eq. (6): per prompt, the sum of attention scores ``p_i^T W_B^T W_C p_query`` over
+    context examples sharing the query's relevant pattern, and over the others; two ``(batch,)`` tensors."""
+    scores = model.attention(pr.P)[:, :-1]  # (batch, l)
+    same = pr.relevant[:, :-1] == pr.relevant[:, -1:]  # (batch, l)
+    return (scores * same).sum(1), (scores * ~same).sum(1)
+
+
+@torch.no_grad()
+def corollary2_gates(model, pr: Prompts) -> tuple[torch.Tensor, torch.Tensor]:
+    """Corollary 2(i), Eq. (7): gate values ``G_{i,l+1}(w)`` on outlier examples and on clean examples
+    (flattened over the batch); compare their medians."""
+    G = model.gate(pr.P)[:, :-1]  # (batch, l)
+    return G[pr.outlier], G[~pr.outlier]

@@ -198,3 +198,30 @@ def test_theory():
     assert math.isclose(theory.l_ts_lower_lt(0.4, 6), 0.4 / 0.01 * math.log(6))
     with pytest.raises(ValueError, match="alpha"):
         theory.l_ts_lower_mamba(1.0, 6)
+
+
+def test_classification_error_and_corollary_probes():
+    from mambaicl import OneLayerMamba
+    from mambaicl.evaluate import classification_error
+    from mambaicl.probes import corollary1_sums, corollary2_gates
+
+    class Fixed(torch.nn.Module):
+        def forward(self, P):
+            return P[:, 0, 0]
+
+    P = torch.zeros(4, 2, 2, dtype=torch.float64)
+    P[:, 0, 0] = torch.tensor([1.0, -1.0, 0.0, float("nan")])
+    z = torch.ones(4, dtype=torch.float64)
+    assert classification_error(Fixed(), P, z) == 0.75  # F = 0 and NaN count as errors
+    cfg = DataConfig()
+    pat = make_patterns(cfg, torch.Generator().manual_seed(0))
+    pr = training_prompts(pat, cfg, training_tasks(6), 50, torch.Generator().manual_seed(1))
+    model = OneLayerMamba(30, 31, 0.2, generator=torch.Generator().manual_seed(2)).double()
+    same, other = corollary1_sums(model, pr)
+    scores = model.attention(pr.P)
+    for n in range(3):
+        s = sum(scores[n, i].item() for i in range(20) if pr.relevant[n, i] == pr.relevant[n, -1])
+        o = sum(scores[n, i].item() for i in range(20) if pr.relevant[n, i] != pr.relevant[n, -1])
+        assert math.isclose(same[n].item(), s, rel_tol=1e-10) and math.isclose(other[n].item(), o, abs_tol=1e-9)
+    g_out, g_clean = corollary2_gates(model, pr)
+    assert g_out.numel() == int(pr.outlier.sum()) and g_clean.numel() == int((~pr.outlier).sum())
