@@ -127,7 +127,7 @@ def test_models_train_one_step_and_are_deterministic(kind):
     ({"delta": 0.0}, "delta"),
     ({"scan": "parallel"}, "scan"),
     ({"kind": "mamba1", "n_heads": 2}, "n_heads"),
-    ({"kind": "linear", "scan": "quadratic"}, "scan"),
+    ({"kind": "linear", "scan": "factored"}, "scan"),
     ({"colour": "red"}, "colour"),
 ])
 def test_bad_arguments_raise_value_error_naming_the_parameter(kwargs, name):
@@ -155,3 +155,29 @@ def test_runs_on_gpu(kind):
     model = build_model(kind, 4, device="cuda", generator=torch.Generator().manual_seed(0))
     P = random_prompt(2, 5, 4, seed=0).cuda()
     assert model(P).device.type == "cuda"
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_factored_scan_matches_the_recurrence_and_falls_back_when_unsafe(scale):
+    """scale 30 makes some -cum exceed FACTORED_LOG_LIMIT, exercising the fallback."""
+    from mambaicl.models.deep import FACTORED_LOG_LIMIT, selective_scan_heads_factored
+
+    u = torch.randn(3, 21, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    W_B, W_C, W = heads_params()
+    W = W * scale
+    ref = selective_scan_heads_seq(u, W_B, W_C, W)
+    cum = torch.cumsum(torch.nn.functional.logsigmoid(-torch.einsum("bld,hdc->bhlc", u, W)), dim=2)
+    assert (float(-cum.min()) > FACTORED_LOG_LIMIT) == (scale > 1)
+    assert (selective_scan_heads_factored(u, W_B, W_C, W) - ref).abs().max() < 1e-9 * max(1.0, ref.abs().max())
+
+
+def test_factored_gradients_match_quadratic():
+    u = torch.randn(2, 9, 5, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    params = [p.requires_grad_() for p in heads_params()]
+    w = torch.randn(2, 2, 9, 5, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    from mambaicl.models.deep import selective_scan_heads_factored
+
+    g1 = torch.autograd.grad((selective_scan_heads_factored(u, *params) * w).sum(), params)
+    g2 = torch.autograd.grad((selective_scan_heads(u, *params) * w).sum(), params)
+    for a, b in zip(g1, g2):
+        assert (a - b).abs().max() < 1e-9

@@ -18,8 +18,10 @@ Kinds (:func:`build_model`):
 
 * ``"mamba"``: the paper's selective-scan layer (Eq. 1 with ``A = -I``, per-channel
   ``Delta_j = softplus(w_j^T u)``), one per head, run in its quadratic closed form
-  (App. 11.1): linear attention times a gate. ``scan="sequential"`` runs the literal recurrence
-  :func:`mambaicl.models.recurrence.selective_scan` instead (the plain twin).
+  (App. 11.1): linear attention times a gate, with the gate factorised into per-token terms
+  (:func:`selective_scan_heads_factored`). ``scan="quadratic"`` materialises the full gate
+  (:func:`selective_scan_heads`, what the probe uses) and ``scan="sequential"`` runs the literal
+  recurrence :func:`mambaicl.models.recurrence.selective_scan` (the plain twin).
 * ``"linear"``: the same layer with ``G = 1`` (causal linear attention, Section 3.4).
 * ``"softmax"``: causal softmax attention, ``softmax_s(u_s^T W_B^T W_C u_t / sqrt(m))``.
 * ``"mamba1"``: standard Mamba-1 blocks (:class:`mambaicl.models.mamba1.Mamba1Block`).
@@ -53,6 +55,7 @@ __all__ = [
     "paper_scan_terms",
     "gated_mix",
     "selective_scan_heads",
+    "selective_scan_heads_factored",
     "selective_scan_heads_seq",
     "attention_heads",
     "attention_heads_seq",
@@ -108,6 +111,33 @@ def gated_mix(u: torch.Tensor, scores: torch.Tensor, G: torch.Tensor) -> torch.T
 def selective_scan_heads(u, W_B, W_C, W) -> torch.Tensor:
     """Eq. (1) for every head in the quadratic closed form, ``(batch, H, L, D)``; fast twin."""
     return gated_mix(u, *paper_scan_terms(u, W_B, W_C, W))
+
+
+#: largest ``|log prod (1 - sigma)|`` for which :func:`selective_scan_heads_factored` factorises the
+#: gate; exp(60) ~ 1e26 leaves a margin of 1e12 below the float32 maximum for products in the backward pass
+FACTORED_LOG_LIMIT = 60.0
+
+
+def selective_scan_heads_factored(u, W_B, W_C, W) -> torch.Tensor:
+    """Eq. (1) for every head with the gate factorised; same signature and output as :func:`selective_scan_heads`.
+
+    ``G[t, s, c] = exp(cum_t,c) * sigma(w_c^T u_s) exp(-cum_s,c)`` with
+    ``cum_t = sum_{r<=t} log(1 - sigma(w_c^T u_r))``, so that
+    ``o_t = exp(cum_t) * sum_s scores[t, s] (sigma_s exp(-cum_s) u_s)``: one batched matrix
+    product, no ``(L, L, D)`` gate tensor. When ``-cum`` exceeds :data:`FACTORED_LOG_LIMIT`
+    somewhere (``exp(-cum)`` could overflow) it returns :func:`selective_scan_heads` instead.
+    """
+    logits = torch.einsum("bld,hdc->bhlc", u, W)  # (batch, H, L, D): w_c^T u_s
+    cum = torch.cumsum(F_.logsigmoid(-logits), dim=2)  # (batch, H, L, D), <= 0
+    if float(-cum.detach().min()) > FACTORED_LOG_LIMIT:
+        return selective_scan_heads(u, W_B, W_C, W)
+    L = u.shape[1]
+    causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=u.device))  # (t, s)
+    keys = torch.einsum("bld,hmd->bhlm", u, W_B)  # (batch, H, L, m)
+    queries = torch.einsum("bld,hmd->bhlm", u, W_C)  # (batch, H, L, m)
+    scores = (queries @ keys.transpose(-1, -2)) * causal  # (batch, H, L(t), L(s))
+    values = torch.exp(F_.logsigmoid(logits) - cum) * u.unsqueeze(1)  # (batch, H, L, D): sigma_s e^{-cum_s} u_s
+    return torch.exp(cum) * (scores @ values)  # (batch, H, L, D)
 
 
 def selective_scan_heads_seq(u, W_B, W_C, W) -> torch.Tensor:
@@ -182,20 +212,24 @@ class _HeadsMixer(nn.Module):
         return o.permute(0, 2, 1, 3).reshape(batch, L, H * D) @ self.W_O.T  # (batch, L, D)
 
 
+_PAPER_SCANS = {"factored": selective_scan_heads_factored, "quadratic": selective_scan_heads,
+                "sequential": selective_scan_heads_seq}
+
+
 class PaperMambaMixer(_HeadsMixer):
     """The selective-scan layer of Eq. (1) (``A = -I``, per-channel ``Delta_j``), ``n_heads`` copies."""
 
-    def __init__(self, d_model, n_heads, d_state, delta, generator, scan: str = "quadratic") -> None:
+    def __init__(self, d_model, n_heads, d_state, delta, generator, scan: str = "factored") -> None:
         super().__init__(d_model, n_heads, d_state, delta, generator)
-        if scan not in ("quadratic", "sequential"):
-            raise ValueError(f"scan must be 'quadratic' or 'sequential' for kind 'mamba'; got {scan!r}")
+        if scan not in _PAPER_SCANS:
+            raise ValueError(f"scan must be one of {tuple(_PAPER_SCANS)} for kind 'mamba'; got {scan!r}")
         self.scan = scan
         # w ~ N(0, I/d0) for every channel and head, as w^(0) in Section 2
         self.W = nn.Parameter(_normal((n_heads, d_model, d_model), d_model ** -0.5, generator))  # (H, D, D)
 
     def forward(self, u: torch.Tensor, probe: bool = False):
-        if self.scan == "sequential" and not probe:
-            return self.combine(selective_scan_heads_seq(u, self.W_B, self.W_C, self.W))
+        if not probe:
+            return self.combine(_PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W))
         scores, G = paper_scan_terms(u, self.W_B, self.W_C, self.W)
         out = self.combine(gated_mix(u, scores, G))  # (batch, L, D)
         if not probe:
@@ -238,10 +272,10 @@ class DeepICLModel(nn.Module):
     Built by :func:`build_model`; see the module docstring for the layers and the probe.
     """
 
-    def __init__(self, kind: str, d: int, mixers: list[nn.Module], d_model: int, generator) -> None:
+    def __init__(self, kind: str, d: int, mixers: list[nn.Module], d_model: int, generator, norm: str = "rms") -> None:
         super().__init__()
         self.kind, self.d, self.d_model = kind, d, d_model
-        self.norms = nn.ModuleList([RMSNorm(d_model) for _ in mixers])
+        self.norms = nn.ModuleList([RMSNorm(d_model) if norm == "rms" else nn.Identity() for _ in mixers])
         self.mixers = nn.ModuleList(mixers)
         if d_model >= d + 1:  # embed the prompt by zero padding: channel c of x_0 is row c of P
             E = torch.eye(d_model, d + 1)
@@ -293,10 +327,10 @@ def _normal(shape, std: float, generator) -> torch.Tensor:
 
 
 _KW = {
-    "mamba": {"d_state": 16, "delta": 0.2, "scan": "quadratic"},
-    "linear": {"d_state": 16, "delta": 0.2},
-    "softmax": {"d_state": 16, "delta": 0.2},
-    "mamba1": {"d_state": 16, "scan": "fast", "expand": 2, "d_conv": 4},
+    "mamba": {"d_state": 16, "delta": 0.2, "scan": "factored", "norm": "rms"},
+    "linear": {"d_state": 16, "delta": 0.2, "norm": "rms"},
+    "softmax": {"d_state": 16, "delta": 0.2, "norm": "rms"},
+    "mamba1": {"d_state": 16, "scan": "fast", "expand": 2, "d_conv": 4, "norm": "rms"},
 }
 
 
@@ -312,8 +346,9 @@ def build_model(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_mod
         generator: CPU ``torch.Generator`` for every random initial value (global RNG if ``None``).
         device: where the model lives (default CPU; pass ``default_device()`` to use a GPU).
         **kw: ``d_state`` (``m``, default 16), ``delta`` (init scale of ``W_B``, ``W_C``, default
-            0.2), ``scan`` (``"mamba"``: ``"quadratic"``/``"sequential"``; ``"mamba1"``:
-            ``"fast"``/``"sequential"``/``"kernel"``), ``expand`` and ``d_conv`` (``"mamba1"``).
+            0.2), ``scan`` (``"mamba"``: ``"factored"``/``"quadratic"``/``"sequential"``; ``"mamba1"``:
+            ``"fast"``/``"sequential"``/``"kernel"``), ``expand`` and ``d_conv`` (``"mamba1"``),
+            ``norm`` (``"rms"``: pre-norm RMSNorm, the default; ``"none"``: no normalisation).
 
     Returns:
         A :class:`DeepICLModel` with ``forward(P) -> (batch,)`` and ``probe(P)``.
@@ -331,10 +366,12 @@ def build_model(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_mod
         raise ValueError(f"d_state must be a positive integer; got {opts['d_state']!r}")
     if kind != "mamba1" and not (0 < opts["delta"] <= 1):
         raise ValueError(f"delta must lie in (0, 1]; got {opts['delta']!r}")
+    if opts["norm"] not in ("rms", "none"):
+        raise ValueError(f"norm must be 'rms' (pre-norm RMSNorm) or 'none'; got {opts['norm']!r}")
     if kind == "mamba1" and n_heads != 1:
         raise ValueError(f"n_heads must be 1 for kind 'mamba1' (a Mamba-1 block has no heads); got {n_heads}")
     mixers = [_mixer(kind, d_model, n_heads, opts, generator) for _ in range(n_layers)]
-    model = DeepICLModel(kind, d, mixers, d_model, generator)
+    model = DeepICLModel(kind, d, mixers, d_model, generator, norm=opts["norm"])
     return model.to(device if device is not None else "cpu")
 
 
