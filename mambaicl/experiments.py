@@ -17,7 +17,7 @@ from .data import Patterns, all_tasks, make_patterns, test_outliers, training_pr
 from .evaluate import alpha_sweep, zero_one_error
 from .train import hinge_loss, make_model, train
 
-__all__ = ["MODELS", "generators", "train_seed", "train_models", "fig2_errors", "run_fig2", "eta_search", "preset_config"]
+__all__ = ["MODELS", "generators", "train_seed", "train_one", "train_models", "fig2_errors", "run_fig2", "eta_search", "preset_config"]
 
 MODELS = ("mamba", "linear_transformer")
 
@@ -35,17 +35,31 @@ def train_seed(seed: int, kind: str) -> int:
     return seed + 2 + MODELS.index(kind)
 
 
+def train_one(kind: str, preset: Preset, pat: Patterns, seed: int, progress: bool = True, probes=None,
+              record_every: int = 1, freeze: tuple = ()) -> tuple:
+    """Train one model of the preset; returns ``(model, history)``.
+
+    Args:
+        freeze: names of parameters kept at their initial value (e.g. ``("W_B",)``), for diagnostics.
+    """
+    if kind not in MODELS:
+        raise ValueError(f"kind must be one of {MODELS}; got {kind!r}")
+    tr = preset.train_mamba if kind == "mamba" else preset.train_lt
+    model = make_model(kind, preset.data, tr, generators(seed)["init"])
+    params = dict(model.named_parameters())
+    for name in freeze:
+        if name not in params:
+            raise ValueError(f"freeze names a parameter of the model, one of {sorted(params)}; got {name!r}")
+        params[name].requires_grad_(False)
+    hist = train(model, pat, preset.data, tr, training_tasks(preset.data.M1), train_seed(seed, kind),
+                 probes=probes, record_every=record_every, progress=progress)
+    return model, hist
+
+
 def train_models(preset: Preset, pat: Patterns, seed: int, progress: bool = True, probes=None,
                  record_every: int = 1) -> dict:
     """Train the one-layer Mamba and the linear Transformer with the preset; ``{kind: (model, history)}``."""
-    out = {}
-    init = generators(seed)["init"]
-    for kind, tr in zip(MODELS, (preset.train_mamba, preset.train_lt)):
-        model = make_model(kind, preset.data, tr, init)
-        hist = train(model, pat, preset.data, tr, training_tasks(preset.data.M1), train_seed(seed, kind),
-                     probes=probes, record_every=record_every, progress=progress)
-        out[kind] = (model, hist)
-    return out
+    return {kind: train_one(kind, preset, pat, seed, progress, probes, record_every) for kind in MODELS}
 
 
 def fig2_errors(models: dict, preset: Preset, pat: Patterns, gen: torch.Generator, tasks=None) -> dict:
