@@ -27,9 +27,10 @@ def test_error(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, n: i
     if n < 1:
         raise ValueError(f"n must be a positive number of test prompts; got {n}")
     wrong = 0.0
+    device = next(model.parameters()).device  # prompts are drawn on the CPU, then moved
     for start in range(0, n, chunk):
         pr = test_prompts(pat, test, tasks, min(chunk, n - start), generator)
-        wrong += float(zero_one_error(model(pr.P), pr.z).sum())
+        wrong += float(zero_one_error(model(pr.P.to(device)), pr.z.to(device)).sum())
     return wrong / n
 
 

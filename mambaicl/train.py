@@ -36,13 +36,16 @@ def make_model(kind: str, data: DataConfig, train: TrainConfig, generator: torch
 
 
 def train(model, pat: Patterns, data: DataConfig, cfg: TrainConfig, tasks: torch.Tensor, seed: int,
-          probes: dict | None = None, record_every: int = 1, progress: bool = True) -> TrainHistory:
+          probes: dict | None = None, record_every: int = 1, progress: bool = True,
+          device=None) -> TrainHistory:
     """Algorithm 1: plain SGD on the hinge loss over fresh Definition 1 prompts (``N = B T``).
 
     Args:
         tasks: training tasks ``(n, 2)``, e.g. :func:`mambaicl.data.training_tasks`.
         seed: seeds the generator of the training prompts.
         probes: ``name -> probe(model) -> float``, recorded every ``record_every`` steps.
+        device: where to train (default: the model's device; prompts are drawn on the CPU and moved,
+            so runs are reproducible whatever the device; pass ``default_device()`` to use a GPU).
 
     Raises:
         FloatingPointError: the loss became NaN or infinite (the step size is too large).
@@ -52,7 +55,7 @@ def train(model, pat: Patterns, data: DataConfig, cfg: TrainConfig, tasks: torch
         return pr.P, pr.z
 
     hist = fit(model, sample, steps=cfg.T, batch_size=cfg.B, lr=cfg.eta, seed=seed,
-               record_every=record_every, probes=probes, progress=progress)
+               record_every=record_every, probes=probes, progress=progress, device=device)
     if not all(math.isfinite(x) for x in hist.loss):
         raise FloatingPointError(f"the training loss diverged; the step size eta = {cfg.eta} is too large")
     return hist
