@@ -45,6 +45,7 @@ __all__ = [
     "layer_report",
     "mechanism_report",
     "placement_cost",
+    "build_deep",
     "train_deep",
     "float_patterns",
     "SumRecorder",
@@ -115,14 +116,23 @@ def float_patterns(pat: Patterns, dtype=torch.float32) -> Patterns:
     return Patterns(**{k: v.to(dtype) for k, v in pat.to_dict().items()})
 
 
+def build_deep(cfg: DeepMechanismConfig, d: int, device=None) -> torch.nn.Module:
+    """The untrained model of ``cfg`` for data dimension ``d`` (seeded by ``cfg.init_seed``)."""
+    extra = {} if cfg.kind == "mamba1" else {"delta": cfg.delta}
+    return build_model(cfg.kind, d, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model,
+                       d_state=cfg.d_state, norm=cfg.norm, generator=torch.Generator().manual_seed(cfg.init_seed),
+                       device=device, **extra)
+
+
 def train_deep(cfg: DeepMechanismConfig, pat: Patterns, data: DataConfig, tasks: torch.Tensor, *,
-               probes: dict | None = None, record_every: int = 50, device=None, callback=None,
-               progress: bool = True) -> tuple[torch.nn.Module, TrainHistory]:
-    """Build ``cfg``'s model and train it on Definition 1 prompts with ``p_a = cfg.p_a``.
+               model: torch.nn.Module | None = None, probes: dict | None = None, record_every: int = 50,
+               device=None, callback=None, progress: bool = True) -> tuple[torch.nn.Module, TrainHistory]:
+    """Train ``cfg``'s model on Definition 1 prompts with ``p_a = cfg.p_a``.
 
     Args:
         pat, data, tasks: patterns (float32), data configuration (its ``p_a`` is replaced by
             ``cfg.p_a``) and training tasks.
+        model: the model to train in place (default: :func:`build_deep` of ``cfg``).
         probes: ``name -> probe(model) -> float`` recorded every ``record_every`` steps.
         device: where to train (default CPU; pass ``default_device()`` to use a GPU).
         callback: ``callback(step, model)`` after every update (e.g. :meth:`SumRecorder.callback`).
@@ -131,9 +141,8 @@ def train_deep(cfg: DeepMechanismConfig, pat: Patterns, data: DataConfig, tasks:
         The trained model (on ``device``) and its :class:`TrainHistory`.
     """
     data = dataclasses.replace(data, p_a=cfg.p_a)
-    model = build_model(cfg.kind, data.d, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model,
-                        d_state=cfg.d_state, norm=cfg.norm, **({} if cfg.kind == "mamba1" else {"delta": cfg.delta}),
-                        generator=torch.Generator().manual_seed(cfg.init_seed), device=device)
+    if model is None:
+        model = build_deep(cfg, data.d, device)
 
     def sample(batch: int, g: torch.Generator):
         pr = training_prompts(pat, data, tasks, batch, g)
