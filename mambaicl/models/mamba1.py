@@ -79,35 +79,42 @@ def selective_scan_s6_seq(x, delta, A, B, C, D) -> torch.Tensor:
     return torch.stack(ys, dim=1)  # (batch, L, E)
 
 
+def _s6_states(dT, xT, A, BT):
+    """``a_t = exp(Delta_t A)`` and the states ``h_t`` of the S6 recurrence, time-major ``(L, batch, E, N)``."""
+    dx = dT * xT  # (L, batch, E): Delta_t x_t
+    a = torch.exp(dT.unsqueeze(-1) * A)  # (L, batch, E, N)
+    hs = torch.empty_like(a)  # (L, batch, E, N)
+    torch.mul(dx[0].unsqueeze(-1), BT[0].unsqueeze(1), out=hs[0])
+    for t in range(1, a.shape[0]):
+        b_t = dx[t].unsqueeze(-1) * BT[t].unsqueeze(1)  # (batch, E, N): Delta_t B_t x_t
+        torch.addcmul(b_t, a[t], hs[t - 1], out=hs[t])  # h_t = a_t h_{t-1} + b_t
+    return dx, a, hs
+
+
 class _S6Scan(torch.autograd.Function):
     """The S6 scan without ``D``: ``y = scan(x, delta, A, B, C)`` with a hand-written backward.
 
-    Tensors are kept time-major internally so that each step of the two loops (forward
-    recurrence, reverse recurrence for the gradient) works on one contiguous
-    ``(batch, E, N)`` slice; everything else is done for all steps at once. The backward pass
-    differentiates ``h_t = a_t * h_{t-1} + b_t`` with ``a_t = exp(Delta_t A)`` and
-    ``b_t = (Delta_t x_t) B_t`` directly, so autograd stores no ``(batch, L, E, N)``
-    intermediates besides ``a`` and the states.
+    Tensors are time-major internally, so each step of the two loops (forward recurrence,
+    reverse recurrence for the gradient) works on one contiguous ``(batch, E, N)`` slice and
+    everything else is done for all steps at once. Only the inputs are saved; the backward
+    pass recomputes ``a_t = exp(Delta_t A)`` and the states (cheaper here than keeping two
+    ``(L, batch, E, N)`` tensors alive) and differentiates ``h_t = a_t h_{t-1} + b_t``,
+    ``b_t = (Delta_t x_t) B_t``, ``y_t = C_t^T h_t`` directly.
     """
 
     @staticmethod
     def forward(ctx, x, delta, A, B, C):
         xT, dT = x.transpose(0, 1).contiguous(), delta.transpose(0, 1).contiguous()  # (L, batch, E)
         BT, CT = B.transpose(0, 1).contiguous(), C.transpose(0, 1).contiguous()  # (L, batch, N)
-        dx = dT * xT  # (L, batch, E): Delta_t x_t
-        a = torch.exp(dT.unsqueeze(-1) * A)  # (L, batch, E, N): exp(Delta_t A)
-        hs = torch.empty_like(a)  # (L, batch, E, N): h_t
-        torch.mul(dx[0].unsqueeze(-1), BT[0].unsqueeze(1), out=hs[0])
-        for t in range(1, a.shape[0]):
-            b_t = dx[t].unsqueeze(-1) * BT[t].unsqueeze(1)  # (batch, E, N)
-            torch.addcmul(b_t, a[t], hs[t - 1], out=hs[t])
-        ctx.save_for_backward(xT, dT, A, BT, CT, a, hs)
+        hs = _s6_states(dT, xT, A, BT)[2]
+        ctx.save_for_backward(xT, dT, A, BT, CT)
         # contractions as multiply-and-sum: faster than bmm/einsum for these thin shapes on a CPU
         return (hs * CT.unsqueeze(2)).sum(-1).transpose(0, 1)  # (batch, L, E): C_t^T h_t
 
     @staticmethod
     def backward(ctx, gy):  # gy: (batch, L, E)
-        xT, dT, A, BT, CT, a, hs = ctx.saved_tensors
+        xT, dT, A, BT, CT = ctx.saved_tensors
+        dx, a, hs = _s6_states(dT, xT, A, BT)
         gyT = gy.transpose(0, 1).contiguous()  # (L, batch, E)
         L = a.shape[0]
         gC = (hs * gyT.unsqueeze(-1)).sum(2)  # (L, batch, N)
@@ -116,7 +123,6 @@ class _S6Scan(torch.autograd.Function):
         for t in range(L - 2, -1, -1):
             direct = gyT[t].unsqueeze(-1) * CT[t].unsqueeze(1)  # (batch, E, N)
             torch.addcmul(direct, a[t + 1], G[t + 1], out=G[t])
-        dx = dT * xT  # (L, batch, E)
         g_dx = (G * BT.unsqueeze(2)).sum(-1)  # (L, batch, E): through b_t = (Delta x)_t B_t
         g_B = (G * dx.unsqueeze(-1)).sum(2)  # (L, batch, N)
         q = G[1:] * hs[:-1]  # (L-1, batch, E, N): dloss/da_t * h_{t-1} (h_{-1} = 0 for t = 0)
