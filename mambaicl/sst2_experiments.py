@@ -80,7 +80,7 @@ class Run:
     n_layers: int = 3
     d_model: int = 80  # >= d+1: the prompt enters the residual stream by zero padding
     p_a: float = 0.25
-    steps: int = 150
+    steps: int = 300
     batch_size: int = 128
     lr: float = 3e-3
     optimizer: str = "adam"
@@ -107,7 +107,8 @@ class Table:
     placements: Tuple[str, ...] = ("FQ", "R", "CQ")
     rule: str = "targeted"  # Example 1: outliers labelled +1
     n_prompts: int = 2000  # test prompts per (alpha, placement), the same for every run
-    seed: int = 1
+    seed: int = 1  # of the test prompts
+    train_seeds: Tuple[int, ...] = (0,)  # each run is trained once per seed; tables show the mean
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,6 +116,8 @@ class Table:
         _check(all(p in PLACEMENTS for p in self.placements), f"placements must be in {tuple(PLACEMENTS)}")
         _check(self.rule in RULES, f"rule must be one of {tuple(RULES)}; got {self.rule!r}")
         _check(len({r.name for r in self.runs}) == len(self.runs), "run names must be unique")
+        _check(len(self.train_seeds) >= 1 and len(set(self.train_seeds)) == len(self.train_seeds),
+               f"train_seeds must be distinct and non-empty; got {self.train_seeds}")
 
 
 def _col(fq: float, r: float, cq: float, alpha: float) -> Dict[Tuple[float, str], float]:
@@ -143,7 +146,7 @@ DATA = SST2Data()
 PCA_KS = (5, 7, 10)
 _MAMBA = Run("mamba", "mamba")
 _LINEAR = Run("linear", "linear")
-MAIN_TABLE = Table("main (§4.2)", (_MAMBA, _LINEAR), alphas=(0.75,))
+MAIN_TABLE = Table("main (§4.2)", (_MAMBA, _LINEAR), alphas=(0.75,), train_seeds=(0, 1))
 TABLE_1 = Table("App. Table 1", tuple(Run(f"linear H={h}", "linear", n_heads=h, p_a=0.4) for h in (1, 2, 3, 4)),
                 alphas=(0.5,), paper=PAPER["table1"])
 TABLE_2 = Table("App. Table 2", (Run("mamba", "mamba", n_heads=1, p_a=0.4), Run("linear", "linear", n_heads=1, p_a=0.4),
@@ -151,7 +154,7 @@ TABLE_2 = Table("App. Table 2", (Run("mamba", "mamba", n_heads=1, p_a=0.4), Run(
                 alphas=(0.5,) + tuple(a for a in ALPHAS_3_4 if a != 0.5), paper=PAPER["table2"])
 TABLES_3_4 = TABLE_2  # App. Tables 3-4 are the alpha sweep of Table 2's softmax and linear runs
 CURRICULUM = Table("App. 8.1 curriculum", (dataclasses.replace(_MAMBA, name="mamba (R then CQ)", curriculum=True),),
-                   alphas=(0.75,), paper=PAPER["curriculum"])
+                   alphas=(0.75,), paper=PAPER["curriculum"], train_seeds=(0, 1))
 
 
 @dataclass
@@ -287,20 +290,25 @@ def oracle_accuracy(feat: SST2Features, prompts, cfg: SST2Data = DATA) -> Dict[T
 
 def run_table(table: Table, feat: SST2Features, cfg: SST2Data = DATA, device=None, progress: bool = True,
               models: Optional[dict] = None) -> dict:
-    """Train every run of ``table`` (or reuse ``models[name]``) and evaluate on shared test prompts.
+    """Train every run of ``table`` once per training seed (or reuse ``models[name]``, a list with one
+    model per seed) and evaluate all of them on the same test prompts.
 
-    Returns ``{"acc": {run: {(alpha, placement): %}}, "oracle": {...}, "seconds": {run: s}, "models": {...},
-    "history": {...}}``.
+    Returns ``{"acc": {run: {(alpha, placement): mean %}}, "acc_seeds": {run: [per-seed dicts]},
+    "oracle": {...}, "seconds": {run: s}, "models": {run: [models]}, "history": {run: [histories]}}``.
     """
     prompts = _test_prompts(table, feat.validation, cfg)
-    res = {"acc": {}, "seconds": {}, "models": dict(models or {}), "history": {},
+    res = {"acc": {}, "acc_seeds": {}, "seconds": {}, "models": dict(models or {}), "history": {},
            "oracle": oracle_accuracy(feat, prompts, cfg)}
     for run in tqdm(table.runs, desc=table.name, disable=not progress):
         if run.name not in res["models"]:
             t0 = time.perf_counter()
-            res["models"][run.name], res["history"][run.name] = train_run(run, feat, cfg, device)
+            trained = [train_run(dataclasses.replace(run, seed=s), feat, cfg, device) for s in table.train_seeds]
+            res["models"][run.name] = [m for m, _ in trained]
+            res["history"][run.name] = [h for _, h in trained]
             res["seconds"][run.name] = time.perf_counter() - t0
-        res["acc"][run.name] = evaluate(res["models"][run.name], prompts, device)
+        per_seed = [evaluate(m, prompts, device) for m in res["models"][run.name]]
+        res["acc_seeds"][run.name] = per_seed
+        res["acc"][run.name] = {k: sum(a[k] for a in per_seed) / len(per_seed) for k in prompts}
     return res
 
 

@@ -60,6 +60,8 @@ def test_data_and_table_validation():
         X.Table("t", (), alphas=(0.5,), placements=("far",))
     with pytest.raises(ValueError, match="alphas"):
         X.Table("t", (), alphas=(1.5,))
+    with pytest.raises(ValueError, match="train_seeds"):
+        X.Table("t", (), alphas=(0.5,), train_seeds=())
     with pytest.raises(ValueError, match="unique"):
         X.Table("t", (X.Run("a", "linear"), X.Run("a", "mamba")), alphas=(0.5,))
 
@@ -103,3 +105,9 @@ def test_oracle_and_tiny_table_end_to_end():
     assert text.splitlines()[1].split()[:2] == ["0.00", "FQ"] and "(99.00)" in text and "(  -  )" in text
     again = X.run_table(table, feat, cfg, progress=False)
     assert again["acc"] == res["acc"]  # deterministic on CPU
+    two = X.run_table(dataclasses.replace(table, train_seeds=(0, 5)), feat, cfg, progress=False)
+    assert two["acc_seeds"]["m"][0] == res["acc"]["m"] and len(two["models"]["m"]) == 2
+    k = (1.0, "CQ")
+    assert two["acc"]["m"][k] == pytest.approx((two["acc_seeds"]["m"][0][k] + two["acc_seeds"]["m"][1][k]) / 2)
+    reuse = X.run_table(table, feat, cfg, progress=False, models={"m": res["models"]["m"]})
+    assert reuse["acc"]["m"] == res["acc"]["m"] and "m" not in reuse["seconds"]
