@@ -181,3 +181,44 @@ def test_factored_gradients_match_quadratic():
     g2 = torch.autograd.grad((selective_scan_heads(u, *params) * w).sum(), params)
     for a, b in zip(g1, g2):
         assert (a - b).abs().max() < 1e-9
+
+
+# ---------------------------------------------------------------- App. 12 gate families
+
+
+def _decay_recurrence(P, log_gamma):
+    """h_t = gamma_t h_{t-1} + v_t k_t^T with v = k = p, read at the last token: sum_i G_i p_i p_i^T."""
+    batch, L, d0 = P.shape
+    h = P.new_zeros(batch, d0, d0)
+    for t in range(L):
+        h = torch.exp(log_gamma[:, t])[:, None, None] * h + P[:, t, :, None] * P[:, t, None, :]
+    return h
+
+
+@pytest.mark.parametrize("family", ["mamba2", "retention", "retnet"])
+def test_gate_families_unroll_their_recurrence(family):
+    from mambaicl.models import gates
+
+    g = torch.Generator().manual_seed(11)
+    P = torch.randn(3, 9, 4, generator=g, dtype=torch.float64)
+    w = torch.randn(4, generator=g, dtype=torch.float64)
+    if family == "mamba2":
+        log_gamma, G = gates.mamba2_log_decay(P, w, 0.3), gates.mamba2_gate(P, w, 0.3)
+    elif family == "retention":
+        log_gamma, G = gates.gated_retention_log_decay(P, w, 2.0), gates.gated_retention_gate(P, w, 2.0)
+    else:
+        log_gamma = torch.full((3, 9), torch.log(torch.tensor(0.8, dtype=torch.float64)).item(), dtype=torch.float64)
+        G = gates.retnet_gate(3, 9, 0.8, dtype=torch.float64)
+    assert (G - gates.gate_from_decays_naive(torch.exp(log_gamma))).abs().max() < 1e-12
+    unrolled = torch.einsum("bi,bid,bie->bde", G, P, P)
+    assert (unrolled - _decay_recurrence(P, log_gamma)).abs().max() < 1e-10
+    assert torch.allclose(G[:, -1], torch.ones(3, dtype=torch.float64))
+
+
+def test_gate_family_arguments_are_checked():
+    from mambaicl.models import gates
+
+    with pytest.raises(ValueError, match="gamma"):
+        gates.retnet_gate(1, 3, 1.5)
+    with pytest.raises(ValueError, match="tau"):
+        gates.gated_retention_gate(torch.zeros(1, 3, 2), torch.zeros(2), 0.0)
