@@ -24,10 +24,13 @@ from .config import TestConfig
 from .data import Patterns, test_prompts
 from .mechanism import query_terms
 
-__all__ = ["DEFAULTS", "draw", "static_explorer", "make_explorer"]
-
-DEFAULTS = {"alpha": 0.3, "kappa_a_prime": 6.67, "placement": "random", "index": 0}
+__all__ = ["defaults", "draw", "static_explorer", "make_explorer"]
 CLEAN, OUTLIER, SAME, OTHER = "#2ca02c", "#d62728", "#1f77b4", "#bbbbbb"
+
+
+def defaults(test: TestConfig) -> dict:
+    """The explorer's first frame: ``test``'s alpha, kappa_a' and placement, prompt 0."""
+    return {"alpha": test.alpha, "kappa_a_prime": test.kappa_a_prime, "placement": test.placement, "index": 0}
 
 
 def _prompt(pat, test, tasks, alpha, kappa_a_prime, placement, index, n, seed):
@@ -75,12 +78,12 @@ def draw(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alpha: 
 
 
 def static_explorer(model, pat, test, tasks, **kw):
-    """:func:`draw` with :data:`DEFAULTS` (overridden by ``kw``): the explorer's first frame."""
-    return draw(model, pat, test, tasks, **{**DEFAULTS, **kw})
+    """:func:`draw` with :func:`defaults` (overridden by ``kw``): the explorer's first frame."""
+    return draw(model, pat, test, tasks, **{**defaults(test), **kw})
 
 
 def make_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, layer: int = 0,
-                  n: int = 32, seed: int = 0, **defaults):
+                  n: int = 32, seed: int = 0, **overrides):
     """Sliders for alpha, kappa_a', the placement and the prompt index; the figure redraws live.
 
     Needs ``ipywidgets`` (``pip install ipywidgets``) and a running Jupyter or Colab kernel.
@@ -88,7 +91,7 @@ def make_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *
     import ipywidgets as W
     from IPython.display import display
 
-    d = {**DEFAULTS, **defaults}
+    d = {**defaults(test), **overrides}
     controls = {
         "alpha": W.FloatSlider(value=d["alpha"], min=0.0, max=0.9, step=0.05, description="alpha"),
         "kappa_a_prime": W.FloatSlider(value=d["kappa_a_prime"], min=0.5, max=12.0, step=0.25,

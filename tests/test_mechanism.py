@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from mambaicl.config import FIG2, DataConfig, TrainConfig
+from mambaicl.config import FIG2, TrainConfig
 from mambaicl.data import all_tasks, make_patterns, training_tasks
 from mambaicl.data import test_prompts as draw_test_prompts
 from mambaicl.mechanism import (
@@ -129,3 +129,22 @@ def test_config_validation(kw, name):
 
 def test_fig3_preset_is_the_papers_three_layer_mamba():
     assert FIG3.kind == "mamba" and FIG3.n_layers == 3 and FIG3.p_a == 0.4
+
+
+def test_explorer_static_frame_and_widget():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    pytest.importorskip("ipywidgets")
+    from mambaicl.explorer import defaults, make_explorer, static_explorer
+    from mambaicl.models import OneLayerMamba
+
+    data, pat, test, _ = small_setup()
+    model = OneLayerMamba(data.d, 31, generator=torch.Generator().manual_seed(0)).double()
+    fig = static_explorer(model, pat, test, all_tasks(data.M1))
+    assert len(fig.axes) == 2
+    assert defaults(test)["alpha"] == test.alpha
+    widget = make_explorer(model, pat, test, all_tasks(data.M1))
+    widget.children[1].children[0].value = "close"  # placement dropdown: redraws without error
+    with pytest.raises(ValueError, match="index"):
+        static_explorer(model, pat, test, all_tasks(data.M1), index=99)
