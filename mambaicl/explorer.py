@@ -57,18 +57,18 @@ def draw(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alpha: 
         raise ValueError(f"layer must lie in [0, {len(terms)}); got {layer!r}")
     att, G = terms[layer]
     l = pr.outlier.shape[1]
-    dist = torch.arange(l, 0, -1)  # distance from the query: l ... 1
+    dist = torch.arange(l, 0, -1).numpy()  # distance from the query: l ... 1
     fig = fig or plt.figure(figsize=(8, 4.6))
     fig.clear()
     ax_g, ax_a = fig.subplots(2, 1, sharex=True)
     out = pr.outlier[i]
     if G is not None:
-        ax_g.bar(dist, G[0, :-1], color=[OUTLIER if o else CLEAN for o in out])
+        ax_g.bar(dist, G[0, :-1].detach().cpu().numpy(), color=[OUTLIER if o else CLEAN for o in out])
         ax_g.set_yscale("log")
     ax_g.set_ylabel("gate $G_{i,l+1}$")
     ax_g.set_title(f"layer {layer + 1}: alpha={alpha:.2f}, kappa_a'={kappa_a_prime:.2f}, {placement}, prompt {i}")
     same = pr.relevant[i, :-1] == pr.relevant[i, -1]
-    ax_a.bar(dist, att[0, :-1], color=[SAME if s else OTHER for s in same],
+    ax_a.bar(dist, att[0, :-1].detach().cpu().numpy(), color=[SAME if s else OTHER for s in same],
              edgecolor=[OUTLIER if o else "none" for o in out])
     ax_a.set_ylabel("attention")
     ax_a.set_xlabel("distance from the query (1 = adjacent)")

@@ -357,8 +357,8 @@ def plot_gate_bars(ax, G_row: torch.Tensor, outlier_row: torch.Tensor, title: st
     Red: examples with an outlier; green: clean. The x axis is the distance from the query.
     """
     l = outlier_row.shape[0]
-    dist = torch.arange(l, 0, -1)
-    ax.bar(dist, G_row[:l], color=[OUTLIER if o else CLEAN for o in outlier_row])
+    dist = torch.arange(l, 0, -1).numpy()
+    ax.bar(dist, G_row[:l].detach().cpu().numpy(), color=[OUTLIER if o else CLEAN for o in outlier_row])
     ax.set_yscale("log")
     ax.invert_xaxis()
     ax.set_xlabel("distance from the query")
