@@ -79,58 +79,103 @@ def selective_scan_s6_seq(x, delta, A, B, C, D) -> torch.Tensor:
     return torch.stack(ys, dim=1)  # (batch, L, E)
 
 
-def _s6_states(dT, xT, A, BT):
-    """``a_t = exp(Delta_t A)`` and the states ``h_t`` of the S6 recurrence, time-major ``(L, batch, E, N)``."""
-    dx = dT * xT  # (L, batch, E): Delta_t x_t
-    a = torch.exp(dT.unsqueeze(-1) * A)  # (L, batch, E, N)
-    hs = torch.empty_like(a)  # (L, batch, E, N)
-    torch.mul(dx[0].unsqueeze(-1), BT[0].unsqueeze(1), out=hs[0])
-    for t in range(1, a.shape[0]):
-        b_t = dx[t].unsqueeze(-1) * BT[t].unsqueeze(1)  # (batch, E, N): Delta_t B_t x_t
-        torch.addcmul(b_t, a[t], hs[t - 1], out=hs[t])  # h_t = a_t h_{t-1} + b_t
-    return dx, a, hs
+#: target size (elements) of one block's ``(rows, L, N, E)`` state tensor in the fast scan: the
+#: few such tensors of a block (4 bytes per element) stay in the CPU cache while it is processed
+BLOCK_ELEMENTS = 1 << 18
+
+_LOG2E = 1.0 / math.log(2.0)
+
+
+def _blocking(batch: int, L: int, N: int, E: int) -> tuple[int, int]:
+    """``(n_blocks, rows)``: batch rows per block so that ``rows * L * N * E`` is about :data:`BLOCK_ELEMENTS`."""
+    target = max(1, min(batch, BLOCK_ELEMENTS // max(1, L * N * E)))
+    n_blocks = -(-batch // target)
+    return n_blocks, -(-batch // n_blocks)
+
+
+def _block_states(d, u, A2, Bt, a, h) -> None:
+    """Fill ``a[:, t] = exp(Delta_t A)`` and the states ``h[:, t]`` of one block, ``(rows, L, N, E)``, in place.
+
+    ``d``, ``u`` = ``Delta x``: ``(rows, L, E)``; ``A2`` = ``A^T log2(e)``: ``(N, E)``; ``Bt``: ``(rows, L, N)``.
+    """
+    torch.mul(d.unsqueeze(2), A2, out=a)
+    a.exp2_()  # exp(Delta_t A) = 2^(Delta_t A log2 e); exp2 is the faster kernel on CPUs
+    torch.mul(Bt.unsqueeze(-1), u.unsqueeze(2), out=h)  # b_t = Delta_t B_t x_t
+    a_, h_ = a.unbind(1), h.unbind(1)  # one call for all time slices (cheaper than indexing each)
+    for t in range(1, len(h_)):
+        h_[t].addcmul_(a_[t], h_[t - 1])  # h_t = a_t h_{t-1} + b_t
 
 
 class _S6Scan(torch.autograd.Function):
     """The S6 scan without ``D``: ``y = scan(x, delta, A, B, C)`` with a hand-written backward.
 
-    Tensors are time-major internally, so each step of the two loops (forward recurrence,
-    reverse recurrence for the gradient) works on one contiguous ``(batch, E, N)`` slice and
-    everything else is done for all steps at once. Only the inputs are saved; the backward
-    pass recomputes ``a_t = exp(Delta_t A)`` and the states (cheaper here than keeping two
-    ``(L, batch, E, N)`` tensors alive) and differentiates ``h_t = a_t h_{t-1} + b_t``,
+    The state is laid out ``(batch, L, N, E)`` (channels contiguous) and processed in blocks of
+    batch rows (:func:`_blocking`), so that the few state-sized tensors of one block stay in the
+    CPU cache: every pass over them (exp, the recurrence, the contractions with ``C``, ``B``,
+    ``x``) then runs from cache instead of main memory, which is what limits these thin,
+    elementwise-heavy shapes. Only the ``(batch, L, *)`` inputs are saved; the backward pass
+    recomputes ``a_t = exp(Delta_t A)`` and the states of each block (cheaper than writing them
+    to and reading them back from memory) and differentiates ``h_t = a_t h_{t-1} + b_t``,
     ``b_t = (Delta_t x_t) B_t``, ``y_t = C_t^T h_t`` directly.
     """
 
     @staticmethod
     def forward(ctx, x, delta, A, B, C):
-        xT, dT = x.transpose(0, 1).contiguous(), delta.transpose(0, 1).contiguous()  # (L, batch, E)
-        BT, CT = B.transpose(0, 1).contiguous(), C.transpose(0, 1).contiguous()  # (L, batch, N)
-        hs = _s6_states(dT, xT, A, BT)[2]
-        ctx.save_for_backward(xT, dT, A, BT, CT)
-        # contractions as multiply-and-sum: faster than bmm/einsum for these thin shapes on a CPU
-        return (hs * CT.unsqueeze(2)).sum(-1).transpose(0, 1)  # (batch, L, E): C_t^T h_t
+        x, delta, B, C = x.contiguous(), delta.contiguous(), B.contiguous(), C.contiguous()
+        batch, L, E = x.shape
+        N = A.shape[1]
+        nb, rows = _blocking(batch, L, N, E)
+        u = delta * x  # (batch, L, E): Delta_t x_t
+        A2 = (A.T * _LOG2E).contiguous()  # (N, E)
+        buf = x.new_empty(2, rows * L * N * E)  # a and h of one block
+        y = x.new_empty(batch, L, E)
+        for r0 in range(0, batch, rows):
+            r1 = min(batch, r0 + rows)
+            M = (r1 - r0) * L
+            a, h = buf[:, : M * N * E].view(2, r1 - r0, L, N, E).unbind(0)
+            _block_states(delta[r0:r1], u[r0:r1], A2, B[r0:r1], a, h)
+            torch.bmm(C[r0:r1].view(M, 1, N), h.view(M, N, E), out=y[r0:r1].view(M, 1, E))  # C_t^T h_t
+        ctx.save_for_backward(x, delta, u, A, B, C)
+        return y  # (batch, L, E)
 
     @staticmethod
     def backward(ctx, gy):  # gy: (batch, L, E)
-        xT, dT, A, BT, CT = ctx.saved_tensors
-        dx, a, hs = _s6_states(dT, xT, A, BT)
-        gyT = gy.transpose(0, 1).contiguous()  # (L, batch, E)
-        L = a.shape[0]
-        gC = (hs * gyT.unsqueeze(-1)).sum(2)  # (L, batch, N)
-        G = torch.empty_like(hs)  # (L, batch, E, N): dloss/dh_t, summed over all later outputs
-        torch.mul(gyT[L - 1].unsqueeze(-1), CT[L - 1].unsqueeze(1), out=G[L - 1])
-        for t in range(L - 2, -1, -1):
-            direct = gyT[t].unsqueeze(-1) * CT[t].unsqueeze(1)  # (batch, E, N)
-            torch.addcmul(direct, a[t + 1], G[t + 1], out=G[t])
-        g_dx = (G * BT.unsqueeze(2)).sum(-1)  # (L, batch, E): through b_t = (Delta x)_t B_t
-        g_B = (G * dx.unsqueeze(-1)).sum(2)  # (L, batch, N)
-        q = G[1:] * hs[:-1]  # (L-1, batch, E, N): dloss/da_t * h_{t-1} (h_{-1} = 0 for t = 0)
-        q.mul_(a[1:])  # times d exp(Delta_t A) / d(Delta_t A)
-        g_delta = g_dx * xT  # (L, batch, E)
-        g_delta[1:] += (q * A).sum(-1)
-        g_A = (q * dT[1:].unsqueeze(-1)).sum((0, 1))  # (E, N)
-        return (g_dx * dT).transpose(0, 1), g_delta.transpose(0, 1), g_A, g_B.transpose(0, 1), gC.transpose(0, 1)
+        x, delta, u, A, B, C = ctx.saved_tensors
+        gy = gy.contiguous()
+        batch, L, E = x.shape
+        N = A.shape[1]
+        nb, rows = _blocking(batch, L, N, E)
+        A2 = (A.T * _LOG2E).contiguous()  # (N, E)
+        AT = A.T.contiguous()  # (N, E)
+        buf = x.new_empty(4, rows * L * N * E)  # a, h, G and a work tensor of one block
+        g_u = torch.empty_like(x)  # dloss/d(Delta x)
+        g_dd = torch.empty_like(x)  # dloss/dDelta through the decay a_t
+        g_B, g_C = torch.empty_like(B), torch.empty_like(C)
+        g_A = A.new_empty(nb, N * E)  # dloss/dA^T of each block
+        for k, r0 in enumerate(range(0, batch, rows)):
+            r1 = min(batch, r0 + rows)
+            M = (r1 - r0) * L
+            a, h, G, w = buf[:, : M * N * E].view(4, r1 - r0, L, N, E).unbind(0)
+            _block_states(delta[r0:r1], u[r0:r1], A2, B[r0:r1], a, h)
+            # G_t = dloss/dh_t summed over all later outputs: G_t = C_t gy_t + a_{t+1} G_{t+1}
+            torch.mul(C[r0:r1].unsqueeze(-1), gy[r0:r1].unsqueeze(2), out=G)
+            as_, Gs = a.unbind(1), G.unbind(1)
+            for t in range(L - 2, -1, -1):
+                Gs[t].addcmul_(as_[t + 1], Gs[t + 1])
+            # contractions as batched (row vector) x (matrix) products, one per (b, t)
+            hT, GT = h.view(M, N, E).transpose(1, 2), G.view(M, N, E).transpose(1, 2)  # (M, E, N)
+            torch.bmm(gy[r0:r1].view(M, 1, E), hT, out=g_C[r0:r1].view(M, 1, N))  # sum_e gy h
+            torch.bmm(u[r0:r1].view(M, 1, E), GT, out=g_B[r0:r1].view(M, 1, N))  # sum_e G Delta x
+            torch.bmm(B[r0:r1].view(M, 1, N), G.view(M, N, E), out=g_u[r0:r1].view(M, 1, E))  # sum_n B G
+            # q_t = dloss/d(Delta_t A) = G_t a_t h_{t-1} (zero for t = 0, where h_{-1} = 0)
+            w[:, 0].zero_()
+            torch.mul(G[:, 1:], h[:, :-1], out=w[:, 1:])
+            w.mul_(a)
+            torch.sum(torch.mul(w, AT, out=a), 2, out=g_dd[r0:r1])  # sum_n A q
+            torch.mul(w, delta[r0:r1].unsqueeze(2), out=a)  # Delta q
+            torch.sum(a.view(M, N * E), 0, out=g_A[k])  # sum over (b, t)
+        g_delta = g_dd.addcmul_(g_u, x)
+        return g_u.mul_(delta), g_delta, g_A.sum(0).view(N, E).T, g_B, g_C
 
 
 def selective_scan_s6(x, delta, A, B, C, D) -> torch.Tensor:
@@ -185,11 +230,12 @@ def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> to
     shifted multiply-adds, which is several times faster on a CPU for ``K = 4``.
     """
     K, L = weight.shape[1], x.shape[1]
+    taps = weight.T.contiguous()  # (K, E): each tap a contiguous row (a strided column is ~10x slower to broadcast)
     out = bias.expand_as(x)
     for k in range(K):
         shift = K - 1 - k  # x_{t - shift}
         shifted = x if shift == 0 else F_.pad(x, (0, 0, shift, 0))[:, :L]  # (batch, L, E)
-        out = out + weight[:, k] * shifted
+        out = out + taps[k] * shifted
     return out
 
 
