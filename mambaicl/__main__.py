@@ -1,75 +1,111 @@
-"""Command line: ``python -m mambaicl reproduce fig2 --out DIR [--seed N] [--preset NAME]``.
+"""Command line: ``python -m mambaicl reproduce NAME --out DIR [--seed N | --seeds N ...] [--preset P]``.
 
-Trains the one-layer Mamba and the linear Transformer with the named preset, sweeps the test
-outlier fraction alpha for labelling rules A, B, C and writes ``DIR/results.json`` and
-``DIR/artifacts.pt`` (see :func:`mambaicl.experiments.run_fig2`).
+``python -m mambaicl reproduce --list`` lists the experiments (one module each in
+:mod:`mambaicl.experiments`). ``reproduce`` runs one with a named preset and writes
+``DIR/results.json`` (and ``DIR/artifacts.pt`` when the experiment keeps tensors), atomically;
+the same command gives the same bytes. ``--seed N`` runs one seed (for ``fig2``, ``artifacts.pt``
+then holds one parameter dict per model, the first release's layout); ``--seeds`` runs several
+as one batch (lists in ``seeds`` order). Bad input ends in one line on stderr and exit status 2.
 """
 from __future__ import annotations
 
 import argparse
 import io
-import json
-import os
 import sys
-import tempfile
 import time
 
 import torch
 
-from .config import PRESETS, get_preset
-from .experiments import run_fig2
+from . import experiments
+from .io import atomic_write_bytes, prepare_out_dir, write_json
 
-__all__ = ["main", "atomic_write_bytes"]
+__all__ = ["main"]
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, without the usage block."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise _CliError(message)
+
+
+class _CliError(Exception):
+    pass
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m mambaicl", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("reproduce", help="reproduce a figure of the paper")
-    rep.add_argument("figure", choices=["fig2"], help="which figure")
-    rep.add_argument("--out", required=True, help="output directory (created if missing)")
-    rep.add_argument("--seed", type=int, default=0, help="seed of every generator (default 0)")
-    rep.add_argument("--preset", default="fig2", choices=sorted(PRESETS), help="named preset (default fig2)")
+    p = _OneLineParser(prog="python -m mambaicl", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+    rep = sub.add_parser("reproduce", help="run one experiment of the book and write its results")
+    rep.add_argument("name", nargs="?", help="the experiment (see --list)")
+    rep.add_argument("--list", action="store_true", help="list the experiments and their presets, then exit")
+    rep.add_argument("--out", help="output directory (created if missing)")
+    group = rep.add_mutually_exclusive_group()
+    group.add_argument("--seed", type=int, help="run one seed")
+    group.add_argument("--seeds", type=int, nargs="+", help="run several seeds as one batch")
+    rep.add_argument("--preset", help="named preset (default: the experiment's own)")
+    rep.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     return p
 
 
-def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    if args.seed < 0:
-        raise SystemExit(f"--seed must be a non-negative integer; got {args.seed}")
-    torch.set_num_threads(1)  # tiny tensors: one thread is several times faster than two
-    os.makedirs(args.out, exist_ok=True)
-    preset = get_preset(args.preset)
-    start = time.time()
-    print(f"reproducing Figure 2 with preset {preset.name!r}, seed {args.seed}", flush=True)
-    results, artifacts = run_fig2(preset, seed=args.seed, progress=not args.quiet)
-    text = json.dumps(results, indent=1, sort_keys=True) + "\n"
-    atomic_write_bytes(os.path.join(args.out, "results.json"), text.encode())
-    buf = io.BytesIO()
-    torch.save(artifacts, buf)
-    atomic_write_bytes(os.path.join(args.out, "artifacts.pt"), buf.getvalue())
-    for kind, by_rule in results["errors"].items():
-        for rule, errs in by_rule.items():
-            row = " ".join(f"{e:.3f}" for e in errs)
-            print(f"{kind:>18} rule {rule}: {row}")
-    print(f"alphas: {results['alphas']}; wrote {args.out}/results.json and artifacts.pt "
-          f"in {time.time() - start:.0f} s", flush=True)
+def _list() -> int:
+    for name in experiments.names():
+        mod = experiments.get(name)
+        print(f"{name:<12} {mod.DESCRIPTION}")
+        print(f"{'':<12} presets: {', '.join(sorted(mod.PRESETS))} (default {mod.DEFAULT_PRESET}); "
+              f"default seeds: {' '.join(map(str, mod.DEFAULT_SEEDS))}")
     return 0
+
+
+def _reproduce(args) -> int:
+    if args.list:
+        return _list()
+    if not args.name:
+        raise _CliError("name the experiment to reproduce (python -m mambaicl reproduce --list shows them)")
+    if not args.out:
+        raise _CliError("--out DIR is required (the folder for results.json)")
+    mod = experiments.get(args.name)
+    preset_name = args.preset or mod.DEFAULT_PRESET
+    if preset_name not in mod.PRESETS:
+        raise _CliError(f"unknown preset {preset_name!r} for {args.name}; known presets: {', '.join(sorted(mod.PRESETS))}")
+    seeds = (args.seed,) if args.seed is not None else tuple(args.seeds or mod.DEFAULT_SEEDS)
+    if any(s < 0 for s in seeds):
+        raise _CliError(f"seeds must be non-negative integers; got {' '.join(map(str, seeds))}")
+    if len(set(seeds)) != len(seeds):
+        raise _CliError(f"seeds must be distinct; got {' '.join(map(str, seeds))}")
+    if args.device not in ("cpu", "cuda") or (args.device == "cuda" and not torch.cuda.is_available()):
+        raise _CliError(f"--device must be cpu or (with a GPU) cuda; got {args.device!r}")
+    out = prepare_out_dir(args.out)
+    torch.set_num_threads(1)  # small tensors: one thread is faster, and results do not depend on the core count
+    start = time.time()
+    print(f"reproducing {args.name} with preset {preset_name!r}, seeds {' '.join(map(str, seeds))}", flush=True)
+    result = mod.run(mod.PRESETS[preset_name], seeds=seeds, device=args.device, progress=not args.quiet)
+    write_json(out / "results.json", result.to_dict())
+    written = ["results.json"]
+    art = result.single_seed_artifacts() if args.seed is not None and hasattr(result, "single_seed_artifacts") \
+        else result.artifacts()
+    if art is not None:
+        buf = io.BytesIO()
+        torch.save(art, buf)
+        atomic_write_bytes(out / "artifacts.pt", buf.getvalue())
+        written.append("artifacts.pt")
+    if hasattr(result, "summary"):
+        print(result.summary())
+    print(f"wrote {', '.join(str(out / w) for w in written)} in {time.time() - start:.0f} s", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        if args.command == "reproduce":
+            return _reproduce(args)
+        raise _CliError(f"unknown command {args.command!r}")
+    except (_CliError, ValueError, FileNotFoundError, FloatingPointError, OSError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"python -m mambaicl: error: {msg}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

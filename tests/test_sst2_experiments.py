@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 import torch
 
-from mambaicl import sst2_experiments as X
+from mambaicl.experiments import sst2 as X
 from mambaicl.data.features import fit_pca, linear_probe, probe_accuracy
 from mambaicl.data.poisoning import EmbeddedPool
 
@@ -47,9 +47,10 @@ def test_presets_are_the_papers_settings():
     assert X.CURRICULUM.runs[0].curriculum and X.PAPER["table5"]["all"] == 80.05
 
 
-@pytest.mark.parametrize("bad", [dict(kind="mamba1"), dict(n_heads=0), dict(p_a=1.0), dict(lr=0.0), dict(steps=1.5)])
+@pytest.mark.parametrize("bad", [dict(kind="mamba1"), dict(n_heads=0), dict(p_a=1.0), dict(lr=0.0), dict(steps=1.5),
+                                 dict(lr="big"), dict(optimizer="rmsprop"), dict(curriculum="yes")])
 def test_run_validation(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=next(iter(bad))):
         X.Run("x", **{"kind": "linear", **bad})
 
 
@@ -60,8 +61,10 @@ def test_data_and_table_validation():
         X.Table("t", (), alphas=(0.5,), placements=("far",))
     with pytest.raises(ValueError, match="alphas"):
         X.Table("t", (), alphas=(1.5,))
-    with pytest.raises(ValueError, match="train_seeds"):
-        X.Table("t", (), alphas=(0.5,), train_seeds=())
+    with pytest.raises(ValueError, match="n_prompts"):
+        X.Table("t", (), alphas=(0.5,), n_prompts=0)
+    with pytest.raises(ValueError, match="tables"):
+        X.SST2Preset(name="x", tables=())
     with pytest.raises(ValueError, match="unique"):
         X.Table("t", (X.Run("a", "linear"), X.Run("a", "mamba")), alphas=(0.5,))
 
@@ -97,17 +100,18 @@ def test_oracle_and_tiny_table_end_to_end():
     table = X.Table("tiny", (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=3, batch_size=8),
                              X.Run("s", "softmax", n_heads=1, n_layers=1, d_model=8, steps=3, batch_size=8)),
                     alphas=(0.0, 1.0), n_prompts=300, paper={"m": {(0.0, "FQ"): 99.0}})
-    res = X.run_table(table, feat, cfg, progress=False)
+    res = X.run_table(table, feat, (0,), cfg, progress=False)
     assert res["oracle"][(0.0, "R")] > 95  # separable sentiment: the oracle infers f and the query's label
     assert 40 < res["oracle"][(1.0, "R")] < 60  # all examples poisoned: nothing to infer f from
     assert set(res["acc"]) == {"m", "s"} and all(0 <= v <= 100 for v in res["acc"]["m"].values())
     text = X.format_table(table, res)
     assert text.splitlines()[1].split()[:2] == ["0.00", "FQ"] and "(99.00)" in text and "(  -  )" in text
-    again = X.run_table(table, feat, cfg, progress=False)
+    again = X.run_table(table, feat, (0,), cfg, progress=False)
     assert again["acc"] == res["acc"]  # deterministic on CPU
-    two = X.run_table(dataclasses.replace(table, train_seeds=(0, 5)), feat, cfg, progress=False)
+    two = X.run_table(table, feat, (0, 5), cfg, progress=False)
     assert two["acc_seeds"]["m"][0] == res["acc"]["m"] and len(two["models"]["m"]) == 2
     k = (1.0, "CQ")
     assert two["acc"]["m"][k] == pytest.approx((two["acc_seeds"]["m"][0][k] + two["acc_seeds"]["m"][1][k]) / 2)
-    reuse = X.run_table(table, feat, cfg, progress=False, models={"m": res["models"]["m"]})
+    assert two["se"]["m"][k] > 0
+    reuse = X.run_table(table, feat, (0,), cfg, progress=False, models={"m": res["models"]["m"]})
     assert reuse["acc"]["m"] == res["acc"]["m"] and "m" not in reuse["seconds"]

@@ -1,5 +1,4 @@
 """Synthetic data (§3.2, Def. 1-2, Cond. 1), configs, probes and theory, each against an independent computation."""
-import dataclasses
 import math
 
 import numpy as np
@@ -9,13 +8,14 @@ import torch
 from mambaicl import OneLayerMamba
 from mambaicl import config as C
 from mambaicl import data as D
-from mambaicl.config import FIG2, PLAIN, DataConfig, Preset, TrainConfig, get_preset
-from mambaicl.data import (all_tasks, check_condition_1, make_patterns, training_prompts, training_tasks,
-                           unseen_tasks)
+from mambaicl.analysis import theory
+from mambaicl.analysis.lemmas import lemma3, lemma6_sums, pattern_attention
+from mambaicl.config import DataConfig, TrainConfig
+from mambaicl.data import (all_tasks, check_condition_1, cyclic_distance, make_patterns, task_groups,
+                           training_prompts, training_tasks, unseen_tasks)
 from mambaicl.data.prompts import outlier_mask
 from mambaicl.evaluate import zero_one_error
-from mambaicl.probes import cyclic_distance, lemma3, lemma6_sums, pattern_attention, task_groups
-from mambaicl import theory
+from mambaicl.experiments.fig2 import FIG2, PLAIN, PRESETS, Fig2Preset
 
 BAD = [
     (DataConfig, dict(d=19), "d must exceed"),  # d <= M1 + M2 + V
@@ -42,16 +42,28 @@ BAD = [
     (C.TestConfig, dict(target_label=0), "target_label"),
     (C.TestConfig, dict(v_coeffs=((0.1, 0.1, 0.0),)), "v_coeffs"),
     (C.TestConfig, dict(alpha=float("nan")), "alpha"),
-    (TrainConfig, dict(eta=0.0), "eta"),
-    (TrainConfig, dict(eta=1.5), "eta"),
-    (TrainConfig, dict(B=0), "B"),
-    (TrainConfig, dict(T=0), "T"),
+    (C.TestConfig, dict(alpha="half"), "alpha"),
+    (DataConfig, dict(p_a="0.6"), "p_a"),
+    (DataConfig, dict(l_tr=None), "l_tr"),
+    (TrainConfig, dict(lr=0.0), "lr"),
+    (TrainConfig, dict(lr=1.5), "lr"),
+    (TrainConfig, dict(lr="fast"), "lr"),
+    (TrainConfig, dict(batch_size=0), "batch_size"),
+    (TrainConfig, dict(batch_size=8.0), "batch_size"),
+    (TrainConfig, dict(steps=-1), "steps"),
     (TrainConfig, dict(delta=0.3), "delta"),
     (TrainConfig, dict(delta=0.0), "delta"),
-    (Preset, dict(name="x", train_mamba=TrainConfig(m=20)), "m must be >="),
-    (Preset, dict(name="x", alphas=(0.5, 1.0)), "alphas"),
-    (Preset, dict(name="x", rules=("A", "Z")), "rules"),
-    (Preset, dict(name="x", n_test=0), "n_test"),
+    (TrainConfig, dict(optimizer="lbfgs"), "optimizer"),
+    (TrainConfig, dict(loss="mse"), "loss"),
+    (C.DeepConfig, dict(kind="rnn"), "kind"),
+    (C.DeepConfig, dict(n_layers=0), "n_layers"),
+    (C.DeepConfig, dict(kind="mamba1", n_heads=2), "n_heads"),
+    (C.DeepConfig, dict(norm="layer"), "norm"),
+    (Fig2Preset, dict(name="x", train={"mamba": TrainConfig(m=20)}), "m must be >="),
+    (Fig2Preset, dict(name="x", train={"gru": TrainConfig()}), "kind"),
+    (Fig2Preset, dict(name="x", alphas=(0.5, 1.0)), "alphas"),
+    (Fig2Preset, dict(name="x", rules=("A", "Z")), "rules"),
+    (Fig2Preset, dict(name="x", n_test=0), "n_test"),
 ]
 
 
@@ -62,10 +74,9 @@ def test_bad_configs_raise(cls, kwargs, match):
 
 
 def test_presets_valid_and_lookup():
-    assert get_preset("fig2") is FIG2 and get_preset("plain") is PLAIN
-    with pytest.raises(ValueError, match="unknown preset"):
-        get_preset("nope")
+    assert PRESETS["fig2"] is FIG2 and PRESETS["plain"] is PLAIN
     assert FIG2.test.kappa_a_prime * FIG2.test.L >= FIG2.data.kappa_a - 1e-2
+    assert FIG2.models == ("mamba", "mamba_merged", "linear")
 
 
 def test_patterns_orthogonal_with_norms():
@@ -139,28 +150,51 @@ def test_test_prompts_labelling_rules(rule):
 
 
 def test_placements():
-    g = torch.Generator().manual_seed(0)
-    far = outlier_mask(2000, 20, 0.4, "far", g)
-    close = outlier_mask(2000, 20, 0.4, "close", g)
-    for m in (far, close):
+    u = torch.rand(2000, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    far, close, rnd = (outlier_mask(u, 0.4, p) for p in ("far", "close", "random"))
+    for m in (far, close, rnd):
         assert abs(m.double().mean().item() - 0.4) < 0.01
+    assert torch.equal(far.sum(1), rnd.sum(1)) and torch.equal(close.sum(1), rnd.sum(1))  # same counts
     n = far.sum(1)
-    assert torch.all(far[torch.arange(20)[None] < n[:, None]])  # contiguous from the start
-    n = close.sum(1)
-    assert torch.all(close[torch.arange(20)[None] >= 20 - n[:, None]])
+    assert torch.equal(far, torch.arange(20)[None] < n[:, None])  # contiguous from the far end
+    assert torch.equal(close, torch.arange(20)[None] >= 20 - n[:, None])  # contiguous next to the query
 
 
-def test_zero_one_error_counts_nan():
-    F = torch.tensor([1.0, -1.0, float("nan"), 0.0])
-    z = torch.tensor([1.0, 1.0, 1.0, 1.0])
-    assert zero_one_error(F, z).tolist() == [0.0, 1.0, 1.0, 0.0]
+@pytest.mark.parametrize("kappa_a_prime,K_prime", [(2.0, 1.5), (6.67, 3.0)])
+def test_test_prompts_outlier_magnitudes_and_irrelevant_range(kappa_a_prime, K_prime):
+    """Definition 2 / Eq. (5): outliers carry exactly kappa_a' v'_s (v' from §4.1), kappa' spans U(-K', K')."""
+    cfg = DataConfig()
+    pat = make_patterns(cfg, torch.Generator().manual_seed(0))
+    test = C.TestConfig(alpha=0.5, kappa_a_prime=kappa_a_prime, K_prime=K_prime)
+    pr = D.test_prompts(pat, test, all_tasks(6), 4000, torch.Generator().manual_seed(3))
+    x = pr.P[..., :-1].numpy()
+    vt = D.test_outliers(pat.v, test.v_coeffs).numpy()  # (3, d)
+    # the component of each outlier example along the span of v*: exactly kappa_a' times one row of v'
+    V = pat.v.numpy()
+    comp = (x[:, :-1] @ V.T) @ np.linalg.inv(V @ V.T) @ V  # projection on span(v*)
+    out = pr.outlier.numpy()
+    dist = np.stack([np.linalg.norm(comp - kappa_a_prime * vt[s], axis=-1) for s in range(3)], -1).min(-1)
+    assert dist[out].max() < 1e-9 and np.abs(comp[~out]).max() < 1e-9
+    kappa = (x @ pat.nu.numpy().T) / cfg.beta ** 2  # (batch, l+1, M2): one non-zero per token
+    k = kappa[np.arange(kappa.shape[0])[:, None], np.arange(21)[None], pr.irrelevant.numpy()]
+    assert np.abs(k).max() <= K_prime and np.abs(k).max() > 0.98 * K_prime  # fills (-K', K')
+    assert abs(k.mean()) < 0.02 * K_prime and abs(np.mean(np.abs(k)) - K_prime / 2) < 0.02 * K_prime
+
+
+def test_zero_one_error_counts_ties_and_non_finite_outputs():
+    F = torch.tensor([1.0, -1.0, float("nan"), 0.0, float("inf"), -0.5])
+    z = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])
+    assert zero_one_error(F, z) == pytest.approx(4 / 6)  # -1 wrong, NaN wrong, tie wrong, inf wrong
+    assert zero_one_error(torch.zeros(5), torch.ones(5)) == 1.0  # an all-zero model is always wrong
+    with pytest.raises(ValueError, match="same non-empty shape"):
+        zero_one_error(torch.zeros(3), torch.ones(2))
 
 
 def test_probes_against_loops():
     g = torch.Generator().manual_seed(0)
     pat = make_patterns(DataConfig(), g)
     W_B, W_C = torch.randn(31, 31, generator=g, dtype=torch.float64), torch.randn(31, 31, generator=g, dtype=torch.float64)
-    A = pattern_attention(W_B, W_C, pat.mu).numpy()
+    A = pattern_attention(W_B.T @ W_C, pat.mu).numpy()
     mu = np.c_[pat.mu.numpy(), np.zeros(6)]
     for i in range(6):
         for j in range(6):
@@ -200,28 +234,20 @@ def test_theory():
         theory.l_ts_lower_mamba(1.0, 6)
 
 
-def test_classification_error_and_corollary_probes():
-    from mambaicl import OneLayerMamba
-    from mambaicl.evaluate import classification_error
-    from mambaicl.probes import corollary1_sums, corollary2_gates
+def test_corollary_sums_against_loops():
+    from mambaicl.analysis.corollaries import attention_sums, split_gates
 
-    class Fixed(torch.nn.Module):
-        def forward(self, P):
-            return P[:, 0, 0]
-
-    P = torch.zeros(4, 2, 2, dtype=torch.float64)
-    P[:, 0, 0] = torch.tensor([1.0, -1.0, 0.0, float("nan")])
-    z = torch.ones(4, dtype=torch.float64)
-    assert classification_error(Fixed(), P, z) == 0.75  # F = 0 and NaN count as errors
     cfg = DataConfig()
     pat = make_patterns(cfg, torch.Generator().manual_seed(0))
     pr = training_prompts(pat, cfg, training_tasks(6), 50, torch.Generator().manual_seed(1))
     model = OneLayerMamba(30, 31, 0.2, generator=torch.Generator().manual_seed(2)).double()
-    same, other = corollary1_sums(model, pr)
-    scores = model.attention(pr.P)
+    same, other = attention_sums(model.attention(pr.P), pr.relevant)
+    P = pr.P.numpy()
+    M = (model.W_B.T @ model.W_C).detach().numpy()
     for n in range(3):
-        s = sum(scores[n, i].item() for i in range(20) if pr.relevant[n, i] == pr.relevant[n, -1])
-        o = sum(scores[n, i].item() for i in range(20) if pr.relevant[n, i] != pr.relevant[n, -1])
+        scores = [P[n, i] @ M @ P[n, -1] for i in range(20)]  # recomputed from the parameters
+        s = sum(sc for i, sc in enumerate(scores) if pr.relevant[n, i] == pr.relevant[n, -1])
+        o = sum(sc for i, sc in enumerate(scores) if pr.relevant[n, i] != pr.relevant[n, -1])
         assert math.isclose(same[n].item(), s, rel_tol=1e-10) and math.isclose(other[n].item(), o, abs_tol=1e-9)
-    g_out, g_clean = corollary2_gates(model, pr)
+    g_out, g_clean = split_gates(model.gate(pr.P), pr.outlier)
     assert g_out.numel() == int(pr.outlier.sum()) and g_clean.numel() == int((~pr.outlier).sum())

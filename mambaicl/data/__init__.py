@@ -1,14 +1,16 @@
 """Synthetic data of §3.2: patterns, tasks (Condition 1) and prompts (Definitions 1-2)."""
 from .patterns import Patterns, make_patterns, test_outliers
 from .prompts import Prompts, test_prompts, training_prompts
-from .tasks import all_tasks, check_condition_1, training_tasks, unseen_tasks
+from .tasks import all_tasks, check_condition_1, cyclic_distance, task_groups, training_tasks, unseen_tasks
 
 __all__ = [
     "Patterns",
     "Prompts",
     "all_tasks",
     "check_condition_1",
+    "cyclic_distance",
     "make_patterns",
+    "task_groups",
     "test_outliers",
     "test_prompts",
     "training_prompts",

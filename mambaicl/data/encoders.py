@@ -15,17 +15,16 @@ The paper embeds SST-2 sentences with DistilBERT (Sanh et al., 2019; App. 8.2). 
 ``sentence-transformers`` can load by name (e.g. ``"distilbert-base-uncased"`` online) works
 through :func:`load_encoder`; only the bundled MiniLM is used offline and tested.
 
-Cache: one file per encoder holding ``texts`` (list of str), ``emb`` (``(n, D)`` float32) and a
-sha256 ``digest`` of both. Writes go to a temporary file in the same folder followed by
-``os.replace`` (atomic); a file that does not load or whose digest disagrees is reported with a
-warning and rebuilt.
+Cache: one folder per encoder of *shards*, each holding ``texts`` (list of str), ``emb``
+(``(n, D)`` float32) and a sha256 ``digest`` of both, written atomically (:mod:`mambaicl.io`) and
+named by that digest (:class:`EmbeddingCache`): an interrupted fill keeps its finished shards, a
+damaged shard is detected and re-encoded, and concurrent writers lose no entries.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -127,6 +126,12 @@ def load_encoder(name: str = DEFAULT_ENCODER, *, model_dir: str | os.PathLike | 
     """
     from sentence_transformers import SentenceTransformer  # heavy import, only when encoding
 
+    try:  # no "Loading weights" progress bar in the chapters' stored outputs
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover - transformers always ships with sentence-transformers
+        pass
     device = str(device or "cpu")
     if model_dir is None and name == DEFAULT_ENCODER:
         model_dir, sha256 = bundled_minilm_dir(), sha256 or MINILM_SHA256
@@ -146,7 +151,7 @@ def load_encoder(name: str = DEFAULT_ENCODER, *, model_dir: str | os.PathLike | 
 
 
 def _digest(texts: Sequence[str], emb: torch.Tensor) -> str:
-    """sha256 over the texts and the embedding bytes: detects a corrupt or truncated cache."""
+    """sha256 over the texts and the embedding bytes: detects a corrupt or truncated shard."""
     h = hashlib.sha256()
     for t in texts:
         h.update(t.encode("utf-8") + b"\0")
@@ -155,25 +160,36 @@ def _digest(texts: Sequence[str], emb: torch.Tensor) -> str:
 
 
 class EmbeddingCache:
-    """Embeddings on disk keyed by encoder and text; one file per encoder, atomic writes.
+    """Embeddings on disk keyed by encoder and text: a folder of shards, each written atomically.
 
     ``embed(texts)`` returns ``(n, D)`` float32 for ``texts`` in order; only texts missing from
-    the cache are encoded (the encoder is loaded lazily, by ``loader()``, on the first miss).
+    the cache are encoded (the encoder is loaded lazily, by ``loader()``, on the first miss), in
+    chunks of ``shard_size``, each stored as its own shard as soon as it is encoded:
+
+    * an interrupted fill keeps every finished shard, and the next call encodes only the rest;
+    * a shard that does not load or whose digest disagrees (a truncated or damaged file) is
+      reported with a warning, deleted and its texts re-encoded;
+    * two processes filling the cache at once never overwrite each other's entries: shards are
+      named by their content and never rewritten, so concurrent writers lose nothing.
     """
 
-    def __init__(self, encoder_id: str, loader, cache_dir: str | os.PathLike | None = None):
+    def __init__(self, encoder_id: str, loader, cache_dir: str | os.PathLike | None = None,
+                 shard_size: int = 4096):
         self.encoder_id, self.loader = encoder_id, loader
-        self.dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        self.root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", encoder_id)
-        self.file = self.dir / f"embeddings-{safe}.pt"
+        self.dir = self.root / f"embeddings-{safe}"
+        self.shard_size = shard_size
         self._encoder = None
+        self._loaded: dict[str, tuple[list, torch.Tensor]] = {}  # shard file name -> (texts, emb)
 
-    def _read(self) -> tuple[list, torch.Tensor | None]:
-        """The cached ``(texts, emb)``; a missing file is empty, a corrupt one is dropped with a warning."""
-        if not self.file.exists():
-            return [], None
+    def shards(self) -> list[Path]:
+        """The shard files currently in the cache folder, sorted by name."""
+        return sorted(self.dir.glob("shard-*.pt")) if self.dir.is_dir() else []
+
+    def _load(self, file: Path) -> tuple[list, torch.Tensor] | None:
         try:
-            blob = torch.load(self.file, map_location="cpu", weights_only=True)
+            blob = torch.load(file, map_location="cpu", weights_only=True)
             texts, emb = list(blob["texts"]), blob["emb"]
             if blob["encoder_id"] != self.encoder_id or emb.shape[0] != len(texts) \
                     or blob["digest"] != _digest(texts, emb):
@@ -181,39 +197,68 @@ class EmbeddingCache:
             return texts, emb
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-            warnings.warn(f"embedding cache {self.file} is corrupt ({reason}); rebuilding it", stacklevel=3)
-            return [], None
+            warnings.warn(f"embedding cache shard {file} is corrupt ({reason}); removing it, its texts "
+                          "will be encoded again", stacklevel=4)
+            file.unlink(missing_ok=True)
+            return None
 
-    def _write(self, texts: list, emb: torch.Tensor) -> None:
-        """Write atomically: a temporary file in the same folder, then ``os.replace``."""
+    def _read(self) -> dict[str, int]:
+        """Load every shard not yet in memory; ``{text: (shard, row)}`` over all valid shards."""
+        current = {f.name: f for f in self.shards()}
+        for name in list(self._loaded):
+            if name not in current:
+                del self._loaded[name]
+        for name, file in current.items():
+            if name not in self._loaded:
+                got = self._load(file)
+                if got is not None:
+                    self._loaded[name] = got
+        index = {}
+        for name in sorted(self._loaded):
+            for row, t in enumerate(self._loaded[name][0]):
+                index.setdefault(t, (name, row))
+        return index
+
+    def _write(self, texts: list, emb: torch.Tensor) -> str:
+        """Store one shard atomically (:func:`mambaicl.io.atomic_write_bytes`); its name is its digest."""
+        import io as _io
+
+        from ..io import atomic_write_bytes
+
         self.dir.mkdir(parents=True, exist_ok=True)
-        blob = {"encoder_id": self.encoder_id, "texts": texts, "emb": emb, "digest": _digest(texts, emb)}
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=self.file.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                torch.save(blob, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.file)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        digest = _digest(texts, emb)
+        buf = _io.BytesIO()
+        torch.save({"encoder_id": self.encoder_id, "texts": texts, "emb": emb, "digest": digest}, buf)
+        name = f"shard-{digest[:24]}.pt"
+        atomic_write_bytes(self.dir / name, buf.getvalue())
+        self._loaded[name] = (texts, emb)
+        return name
+
+    def __len__(self) -> int:
+        return len(self._read())
 
     def embed(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> torch.Tensor:
-        """Embeddings of ``texts``, ``(n, D)`` float32; encodes and stores only the missing ones."""
-        cached, emb = self._read()
-        index = {t: i for i, t in enumerate(cached)}
+        """Embeddings of ``texts``, ``(n, D)`` float32; encodes and stores only the missing ones.
+
+        ``progress`` shows one bar over the texts still to encode (nothing when the cache is warm).
+        """
+        from tqdm.auto import tqdm
+
+        index = self._read()
         missing = list(dict.fromkeys(t for t in texts if t not in index))
         if missing:
             if self._encoder is None:
                 self._encoder = self.loader()
-            new = self._encoder.encode(missing, batch_size=batch_size, progress=progress)  # (k, D)
-            emb = new if emb is None else torch.cat([emb, new])  # (n_cached + k, D)
-            for t in missing:
-                index[t] = len(index)
-            cached = cached + missing
-            self._write(cached, emb)
-        return emb[torch.tensor([index[t] for t in texts], dtype=torch.long)]  # (n, D)
+            with tqdm(total=len(missing), desc="embedding", unit="sentence", disable=not progress) as bar:
+                for start in range(0, len(missing), self.shard_size):
+                    chunk = missing[start : start + self.shard_size]
+                    emb = self._encoder.encode(chunk, batch_size=batch_size, progress=False)  # (k, D)
+                    name = self._write(chunk, emb)
+                    for row, t in enumerate(chunk):
+                        index[t] = (name, row)
+                    bar.update(len(chunk))
+        rows = [index[t] for t in texts]
+        return torch.stack([self._loaded[name][1][row] for name, row in rows]) if rows else torch.empty(0)
 
 
 def embedding_cache(name: str = DEFAULT_ENCODER, *, cache_dir: str | os.PathLike | None = None,

@@ -81,7 +81,12 @@ def linear_probe(X: torch.Tensor, s: torch.Tensor, l2: float = 1e-3, steps: int 
 
 def probe_accuracy(X_tr: torch.Tensor, s_tr: torch.Tensor, X_te: torch.Tensor, s_te: torch.Tensor,
                    l2: float = 1e-3) -> float:
-    """Test accuracy of :func:`linear_probe` fitted on ``(X_tr, s_tr)``; labels in {+1, -1}."""
+    """Test accuracy of :func:`linear_probe` fitted on ``(X_tr, s_tr)``; labels in {+1, -1}.
+
+    Scored with the book's one 0-1 error (:func:`mambaicl.evaluate.zero_one_error`: a zero margin is wrong).
+    """
+    from ..evaluate import zero_one_error  # the metric lives downstream of the data modules
+
     w = linear_probe(X_tr, s_tr, l2)
-    pred = torch.where(X_te.double() @ w[:-1] + w[-1] >= 0, 1.0, -1.0)  # (n_te,)
-    return float((pred == s_te.double()).double().mean())
+    margin = X_te.double() @ w[:-1] + w[-1]  # (n_te,)
+    return 1.0 - zero_one_error(margin, s_te.double())

@@ -31,6 +31,10 @@ class Patterns:
     def to_dict(self) -> dict:
         return {"mu": self.mu, "nu": self.nu, "v": self.v}
 
+    def to(self, dtype: torch.dtype | None = None, device=None) -> "Patterns":
+        """The same patterns in another dtype and/or on another device."""
+        return Patterns(**{k: v.to(dtype=dtype or v.dtype, device=device or v.device) for k, v in self.to_dict().items()})
+
 
 def make_patterns(cfg: DataConfig, generator: torch.Generator, dtype=torch.float64, device="cpu") -> Patterns:
     """Draw ``M1 + M2 + V`` orthonormal directions of R^d (QR of a Gaussian matrix) and scale them.
@@ -60,3 +64,6 @@ def test_outliers(v: torch.Tensor, v_coeffs) -> torch.Tensor:
     if lam.dim() != 2 or lam.shape[1] != v.shape[0]:
         raise ValueError(f"v_coeffs must have shape (S, V) with V = {v.shape[0]}; got {tuple(lam.shape)}")
     return lam @ v  # (S, d)
+
+
+test_outliers.__test__ = False  # not a pytest test, though its name starts with "test"

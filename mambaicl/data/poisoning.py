@@ -19,7 +19,9 @@ Glossary (code name -> paper symbol):
 
 The outlier mask and outlier labels are the synthetic chapters' (:func:`mambaicl.data.prompts.
 outlier_mask`, :func:`~mambaicl.data.prompts.outlier_labels`): ``FQ`` / ``CQ`` put a Binomial(l,
-alpha) number of outliers at the far / near end, ``R`` draws each example independently.
+alpha) number of outliers at the far / near end, ``R`` draws each example independently. With
+``count="fixed"`` every prompt has exactly ``round(alpha l)`` outlier examples instead (placed at
+random positions for ``R``).
 """
 from __future__ import annotations
 
@@ -109,8 +111,24 @@ def _sample_sentences(pool: EmbeddedPool, batch: int, l: int, generator: torch.G
     return torch.where(want_pos, i_pos, i_neg)
 
 
+def _mask(u: torch.Tensor, alpha: float, placement: str, count: str, l: int) -> torch.Tensor:
+    """Outlier examples from uniforms ``u`` ``(batch, l)``: Eq. (5) draws (``count="binomial"``) or exactly
+    ``round(alpha l)`` per prompt (``count="fixed"``), arranged by ``placement``."""
+    if count == "binomial":
+        return outlier_mask(u, alpha, PLACEMENTS[placement])
+    k = int(round(alpha * l))
+    pos = torch.arange(l)
+    if placement == "FQ":
+        return (pos < k).expand(u.shape[0], l).clone()
+    if placement == "CQ":
+        return (pos >= l - k).expand(u.shape[0], l).clone()
+    rank = u.argsort(dim=1).argsort(dim=1)  # a uniformly random permutation of positions per prompt
+    return rank < k
+
+
 def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0.0, placement: str = "R",
-                 rule: str = "targeted", generator: torch.Generator, target: int = 1) -> SST2Prompts:
+                 rule: str = "targeted", generator: torch.Generator, target: int = 1,
+                 count: str = "binomial") -> SST2Prompts:
     """In-context prompts on SST-2 with "James Bond" outliers (§4.2; Definitions 1-2, Example 1).
 
     Each prompt draws a task ``f`` in {+1, -1} and ``l + 1`` sentences (query last); clean labels
@@ -125,13 +143,16 @@ def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0
         raise ValueError(f"placement must be one of {tuple(PLACEMENTS)}; got {placement!r}")
     if rule not in RULES:
         raise ValueError(f"rule must be one of {tuple(RULES)}; got {rule!r}")
+    if count not in ("binomial", "fixed"):
+        raise ValueError(f"count must be 'binomial' (Eq. (5)) or 'fixed' (round(alpha l) per prompt); got {count!r}")
     if not (0.0 <= alpha <= 1.0) or l < 1 or batch < 1:
         raise ValueError(f"need 0 <= alpha <= 1, l >= 1, batch >= 1; got alpha={alpha}, l={l}, batch={batch}")
     f = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0)  # (batch,)
     idx = _sample_sentences(pool, batch, l, generator)  # (batch, l+1)
     y = f[:, None] * pool.s[idx].to(f.dtype)  # (batch, l+1) clean labels
-    outlier = outlier_mask(batch, l, alpha, PLACEMENTS[placement], generator)  # (batch, l)
-    bad = outlier_labels(y[:, :l], RULES[rule], target, generator)  # (batch, l)
+    u = torch.rand(batch, 2, l, generator=generator, dtype=torch.float64)  # outlier and label-coin uniforms
+    outlier = _mask(u[:, 0], alpha, placement, count, l)  # (batch, l)
+    bad = outlier_labels(y[:, :l], RULES[rule], target, u[:, 1])  # (batch, l)
     x = pool.x[idx].clone()  # (batch, l+1, d)
     x[:, :l][outlier] = pool.x_bond[idx[:, :l][outlier]]
     y_ctx = torch.where(outlier, bad.to(y.dtype), y[:, :l])  # (batch, l)

@@ -2,39 +2,108 @@
 
 Glossary (code name -> paper symbol):
 
-=============  ============================================================
-``P``          prompt, token-major ``(batch, l+1, d+1)``; last token is the query
-``z``          query label ``z = f(x_query)``, ``(batch,)``
-``outlier``    whether context example ``i`` carries an additive outlier, ``(batch, l)``
-``relevant``   index ``j`` of the relevant pattern ``mu_j`` of each token, ``(batch, l+1)``
-``task``       row of the task tensor the prompt was drawn from, ``(batch,)``
-``kappa``      ``kappa ~ U(-K, K)`` (train) or ``kappa' ~ U(-K', K')`` (test)
-=============  ============================================================
+=================  ==========================================================
+``P``              prompt, token-major ``(..., l+1, d+1)``; last token is the query (Eq. (2))
+``z``              query label ``z = f(x_query)``, ``(...)``
+``relevant``       index ``j`` of the relevant pattern ``mu_j`` of each token, ``(..., l+1)``
+``irrelevant``     index ``k`` of the irrelevant pattern ``nu_k``, ``(..., l+1)``
+``kappa``          ``kappa ~ U(-K, K)`` (train) or ``kappa' ~ U(-K', K')`` (test), ``(..., l+1)``
+``outlier``        whether context example ``i`` carries an additive outlier, ``(..., l)``
+``outlier_index``  which outlier row ``s`` (``v*_s`` in training, ``v'_s`` in test), ``(..., l)``
+``outlier_scale``  ``kappa_a`` (train) or ``kappa_a'`` (test) on outlier examples, else 0, ``(..., l)``
+``y``              labels ``y_i`` with 0 for the query, ``(..., l+1)``
+``task``           row of the task tensor the prompt was drawn from, ``(...)``
+=================  ==========================================================
 
-Both generators share one builder, :func:`_assemble`, which writes Eq. (2): ``x_i`` in the
-first ``d`` rows and ``y_i`` in the last (0 for the query).
+**Prompts are stored by their variables.** A token is
+``x_i = mu_{relevant_i} + kappa_i nu_{irrelevant_i} + outlier_scale_i * outliers[outlier_index_i]``
+(Eq. (4)/(5)), so a batch of prompts is fully described by a few integer and real arrays of
+shape ``(..., l+1)``; :attr:`Prompts.P` materialises the ``(..., l+1, d+1)`` tensor of Eq. (2)
+on demand. The one-layer models read the variables directly
+(:mod:`mambaicl.models.gated_attention`): a projection ``w^T p_i`` is a look-up in a table of
+``w^T mu_j``, ``w^T nu_k``, ``w^T v_s``, which makes a training step cost ``O(batch l)``
+instead of ``O(batch l d)``.
+
+**Leading dimensions.** With one ``torch.Generator`` the arrays are ``(batch, ...)``; with a
+list of ``S`` generators (one per seed) they are ``(S, batch, ...)`` and seed ``s``'s prompts
+are drawn from its own generator only, so a seed-batched run sees exactly the prompts a run
+of that seed alone would see.
+
+**Randomness.** Each prompt consumes a fixed block of ``1 + 3 (l+1) + 3 l`` uniforms from its
+generator, in one call per batch (:func:`draw_uniforms`); every choice of the data model is a
+deterministic function of its uniform (categorical: ``floor(u n)``, Bernoulli: ``u < p``,
+``kappa = (2u - 1) K``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, fields
 
 import torch
 
 from ..config import DataConfig, TestConfig
 from .patterns import Patterns, test_outliers
 
-__all__ = ["Prompts", "training_prompts", "test_prompts"]
+__all__ = ["Prompts", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
+           "materialize"]
 
 
 @dataclass(frozen=True)
 class Prompts:
-    """A batch of prompts with the bookkeeping the probes need."""
+    """A batch of synthetic prompts, stored by the variables of Eq. (4)/(5) (see the module docstring)."""
 
-    P: torch.Tensor  # (batch, l+1, d+1)
-    z: torch.Tensor  # (batch,)
-    outlier: torch.Tensor  # (batch, l) bool
-    relevant: torch.Tensor  # (batch, l+1) long
-    task: torch.Tensor  # (batch,) long
+    relevant: torch.Tensor  # (..., l+1) long
+    irrelevant: torch.Tensor  # (..., l+1) long
+    kappa: torch.Tensor  # (..., l+1)
+    outlier: torch.Tensor  # (..., l) bool
+    outlier_index: torch.Tensor  # (..., l) long
+    outlier_scale: torch.Tensor  # (..., l)
+    y: torch.Tensor  # (..., l+1), 0 at the query
+    z: torch.Tensor  # (...)
+    task: torch.Tensor  # (...) long
+    mu: torch.Tensor  # (M1, d) relevant patterns
+    nu: torch.Tensor  # (M2, d) irrelevant patterns
+    outliers: torch.Tensor  # (S_out, d) outlier rows: v* (training) or v' (test)
+
+    @functools.cached_property
+    def P(self) -> torch.Tensor:
+        """The prompts of Eq. (2), token-major, ``(..., l+1, d+1)``."""
+        return materialize(self)
+
+    @property
+    def l(self) -> int:
+        """Context examples per prompt."""
+        return self.outlier.shape[-1]
+
+    @property
+    def batch_shape(self) -> tuple:
+        return tuple(self.z.shape)
+
+    def to(self, device) -> "Prompts":
+        """The same prompts with every tensor on ``device``."""
+        return Prompts(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+    def __getitem__(self, index) -> "Prompts":
+        """Index the leading (batch or seed) dimensions, e.g. ``pr[s]`` or ``pr[:, :100]``."""
+        shared = {"mu", "nu", "outliers"}
+        return Prompts(**{f.name: getattr(self, f.name) if f.name in shared else getattr(self, f.name)[index]
+                          for f in fields(self)})
+
+    def __len__(self) -> int:
+        return self.z.shape[0]
+
+    def to_dtype(self, dtype: torch.dtype) -> "Prompts":
+        """The same prompts with real-valued tensors (and the pattern rows) in ``dtype``."""
+        return Prompts(**{f.name: (getattr(self, f.name).to(dtype) if getattr(self, f.name).is_floating_point()
+                                   else getattr(self, f.name)) for f in fields(self)})
+
+
+def materialize(pr: Prompts) -> torch.Tensor:
+    """Eq. (2): ``p_i = (x_i; y_i)`` with ``x_i`` built from its variables (Eq. (4)/(5)), ``(..., l+1, d+1)``."""
+    l = pr.l
+    x = pr.mu[pr.relevant] + pr.kappa.unsqueeze(-1) * pr.nu[pr.irrelevant]  # (..., l+1, d)
+    x[..., :l, :] += pr.outlier_scale.unsqueeze(-1) * pr.outliers[pr.outlier_index]
+    return torch.cat([x, pr.y.unsqueeze(-1).to(x.dtype)], dim=-1)
 
 
 def _check_tasks(tasks: torch.Tensor, M1: int) -> None:
@@ -44,91 +113,121 @@ def _check_tasks(tasks: torch.Tensor, M1: int) -> None:
         raise ValueError(f"tasks must be pairs (a, b) of distinct indices in [0, {M1}); got {tasks.tolist()}")
 
 
-def _clean_examples(pat: Patterns, tasks, batch, l, K, generator):
+def draw_uniforms(generator, batch: int, l: int) -> torch.Tensor:
+    """The uniforms of ``batch`` prompts of ``l`` examples: ``(batch, n)`` for one generator,
+    ``(S, batch, n)`` for a list of ``S``; ``n = 1 + 3 (l+1) + 3 l`` (float64)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive integer; got {batch!r}")
+    n = 1 + 3 * (l + 1) + 3 * l
+    if isinstance(generator, (list, tuple)):
+        return torch.stack([torch.rand(batch, n, generator=g, dtype=torch.float64) for g in generator])
+    return torch.rand(batch, n, generator=generator, dtype=torch.float64)
+
+
+def _categorical(u: torch.Tensor, n: int) -> torch.Tensor:
+    """``floor(u n)`` in ``[0, n)``: a uniform categorical from a uniform."""
+    return (u * n).long().clamp_(max=n - 1)
+
+
+def _clean_part(u: torch.Tensor, tasks: torch.Tensor, M2: int, l: int, K: float, dtype):
     """The clean part ``mu_j + kappa nu_k`` of Eq. (4)/(5) for ``l`` examples and the query."""
-    M2 = pat.nu.shape[0]
-    task = torch.randint(tasks.shape[0], (batch,), generator=generator)  # (batch,)
-    second = torch.rand(batch, l + 1, generator=generator) < 0.5  # (batch, l+1): mu_b instead of mu_a
-    a, b = tasks[task, 0:1], tasks[task, 1:2]  # (batch, 1)
-    relevant = torch.where(second, b, a)  # (batch, l+1)
-    labels = torch.where(second, -1.0, 1.0).to(pat.mu.dtype)  # (batch, l+1): f(x)
-    k = torch.randint(M2, (batch, l + 1), generator=generator)  # (batch, l+1)
-    kappa = (2 * torch.rand(batch, l + 1, generator=generator, dtype=pat.mu.dtype) - 1) * K  # U(-K, K)
-    x = pat.mu[relevant] + kappa.unsqueeze(-1) * pat.nu[k]  # (batch, l+1, d)
-    return task, relevant, labels, x
+    L = l + 1
+    task = _categorical(u[..., 0], tasks.shape[0])  # (...)
+    second = u[..., 1 : 1 + L] < 0.5  # (..., L): mu_b instead of mu_a
+    ab = tasks[task]  # (..., 2)
+    relevant = torch.where(second, ab[..., 1:2], ab[..., 0:1])  # (..., L)
+    labels = (1.0 - 2.0 * second.to(torch.float64)).to(dtype)  # (..., L): f(x)
+    irrelevant = _categorical(u[..., 1 + L : 1 + 2 * L], M2)  # (..., L)
+    kappa = ((2 * u[..., 1 + 2 * L : 1 + 3 * L] - 1) * K).to(dtype)  # U(-K, K)
+    return task, relevant, labels, irrelevant, kappa
 
 
-def _assemble(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Eq. (2): stack ``x_i`` over ``y_i`` with the query label set to 0, ``(batch, l+1, d+1)``."""
-    y = y.clone()
-    y[:, -1] = 0
-    return torch.cat([x, y.unsqueeze(-1)], dim=-1)
+def _outlier_uniforms(u: torch.Tensor, l: int):
+    o = 1 + 3 * (l + 1)
+    return u[..., o : o + l], u[..., o + l : o + 2 * l], u[..., o + 2 * l : o + 3 * l]
 
 
-def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch: int,
-                     generator: torch.Generator) -> Prompts:
+def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch: int, generator) -> Prompts:
     """Definition 1: ``l_tr`` examples following Eq. (4), outlier labels uniform in {+1, -1}.
 
     Each context example carries ``kappa_a v*_s`` with probability ``p_a`` (``s`` uniform in
     ``[V]``); the query never does.
+
+    Args:
+        generator: a ``torch.Generator``, or a list of ``S`` of them (one per seed) for prompts
+            of shape ``(S, batch, ...)``.
     """
     _check_tasks(tasks, pat.mu.shape[0])
-    l = cfg.l_tr
-    task, relevant, labels, x = _clean_examples(pat, tasks, batch, l, cfg.K, generator)
-    outlier = torch.rand(batch, l, generator=generator) < cfg.p_a  # (batch, l)
-    s = torch.randint(pat.v.shape[0], (batch, l), generator=generator)  # (batch, l)
-    x[:, :l] += cfg.kappa_a * outlier.unsqueeze(-1) * pat.v[s]  # (batch, l, d)
-    coin = torch.where(torch.rand(batch, l, generator=generator) < 0.5, -1.0, 1.0).to(x.dtype)
+    l, dtype = cfg.l_tr, pat.mu.dtype
+    u = draw_uniforms(generator, batch, l)
+    task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, cfg.K, dtype)
+    u_out, u_s, u_coin = _outlier_uniforms(u, l)
+    outlier = u_out < cfg.p_a  # (..., l)
+    coin = (1.0 - 2.0 * (u_coin < 0.5).to(torch.float64)).to(dtype)  # random labels on outlier examples
     y = labels.clone()
-    y[:, :l] = torch.where(outlier, coin, labels[:, :l])  # random labels on outlier examples
-    return Prompts(P=_assemble(x, y), z=labels[:, -1].clone(), outlier=outlier, relevant=relevant, task=task)
+    y[..., :l] = torch.where(outlier, coin, labels[..., :l])
+    y[..., l] = 0
+    return Prompts(relevant=relevant, irrelevant=irrelevant, kappa=kappa, outlier=outlier,
+                   outlier_index=_categorical(u_s, pat.v.shape[0]),
+                   outlier_scale=outlier.to(dtype) * cfg.kappa_a, y=y, z=labels[..., l].clone(), task=task,
+                   mu=pat.mu, nu=pat.nu, outliers=pat.v)
 
 
-def outlier_mask(batch: int, l: int, alpha: float, placement: str, generator: torch.Generator) -> torch.Tensor:
-    """Which test examples carry an outlier, ``(batch, l)`` bool.
+def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
+    """Which test examples carry an outlier, from their uniforms ``u`` ``(..., l)``; bool ``(..., l)``.
 
     ``random``: each example independently with probability ``alpha`` (Eq. (5)). ``far`` /
-    ``close``: a Binomial(l, alpha) number of outliers, put on the examples farthest from /
+    ``close``: the same Binomial(l, alpha) number of outliers, put on the examples farthest from /
     closest to the query (§4.2's FQ / CQ placements).
     """
-    u = torch.rand(batch, l, generator=generator) < alpha  # (batch, l)
+    hit = u < alpha  # (..., l)
     if placement == "random":
-        return u
-    count = u.sum(dim=1, keepdim=True)  # (batch, 1): Binomial(l, alpha)
-    pos = torch.arange(l).unsqueeze(0)  # (1, l): 0 is the farthest from the query
+        return hit
+    count = hit.sum(dim=-1, keepdim=True)  # (..., 1): Binomial(l, alpha)
+    pos = torch.arange(u.shape[-1], device=u.device)  # (l,): 0 is the farthest from the query
     if placement == "far":
         return pos < count
     if placement == "close":
-        return pos >= l - count
+        return pos >= u.shape[-1] - count
     raise ValueError(f"placement must be one of ('random', 'far', 'close'); got {placement!r}")
 
 
-def outlier_labels(labels: torch.Tensor, rule: str, target: int, generator: torch.Generator) -> torch.Tensor:
-    """Labels of outlier examples under §4.1's rules: A flipped, B ``target``, C random."""
+def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.Tensor) -> torch.Tensor:
+    """Labels of outlier examples under §4.1's rules: A flipped, B ``target``, C random (from ``u_coin``)."""
     if rule == "A":
         return -labels
     if rule == "B":
         return torch.full_like(labels, float(target))
     if rule == "C":
-        return torch.where(torch.rand(labels.shape, generator=generator) < 0.5, -1.0, 1.0).to(labels.dtype)
+        return (1.0 - 2.0 * (u_coin < 0.5).to(torch.float64)).to(labels.dtype)
     raise ValueError(f"rule must be one of ('A', 'B', 'C'); got {rule!r}")
 
 
-def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int,
-                 generator: torch.Generator) -> Prompts:
+def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, generator) -> Prompts:
     """Definition 2: ``l_ts`` examples following Eq. (5); outlier labels by ``test.rule``.
 
-    Outlier examples carry ``kappa_a' v*_s'`` with ``v*_s'`` uniform over the rows of
+    Outlier examples carry ``kappa_a' v'_s`` with ``v'_s`` uniform over the rows of
     :func:`test_outliers`; irrelevant patterns are scaled by ``kappa' ~ U(-K', K')``.
+
+    Args:
+        generator: a ``torch.Generator``, or a list of ``S`` of them for ``(S, batch, ...)`` prompts.
     """
     _check_tasks(tasks, pat.mu.shape[0])
-    l = test.l_ts
-    v_test = test_outliers(pat.v, test.v_coeffs)  # (S, d)
-    task, relevant, labels, x = _clean_examples(pat, tasks, batch, l, test.K_prime, generator)
-    outlier = outlier_mask(batch, l, test.alpha, test.placement, generator)  # (batch, l)
-    s = torch.randint(v_test.shape[0], (batch, l), generator=generator)  # (batch, l)
-    x[:, :l] += test.kappa_a_prime * outlier.unsqueeze(-1) * v_test[s]  # (batch, l, d)
+    l, dtype = test.l_ts, pat.mu.dtype
+    v_test = test_outliers(pat.v, test.v_coeffs)  # (S_out, d)
+    u = draw_uniforms(generator, batch, l)
+    task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, test.K_prime, dtype)
+    u_out, u_s, u_coin = _outlier_uniforms(u, l)
+    outlier = outlier_mask(u_out, test.alpha, test.placement)  # (..., l)
     y = labels.clone()
-    bad = outlier_labels(labels[:, :l], test.rule, test.target_label, generator)  # (batch, l)
-    y[:, :l] = torch.where(outlier, bad, labels[:, :l])
-    return Prompts(P=_assemble(x, y), z=labels[:, -1].clone(), outlier=outlier, relevant=relevant, task=task)
+    bad = outlier_labels(labels[..., :l], test.rule, test.target_label, u_coin)  # (..., l)
+    y[..., :l] = torch.where(outlier, bad, labels[..., :l])
+    y[..., l] = 0
+    return Prompts(relevant=relevant, irrelevant=irrelevant, kappa=kappa, outlier=outlier,
+                   outlier_index=_categorical(u_s, v_test.shape[0]),
+                   outlier_scale=outlier.to(dtype) * test.kappa_a_prime, y=y, z=labels[..., l].clone(), task=task,
+                   mu=pat.mu, nu=pat.nu, outliers=v_test)
+
+
+
+test_prompts.__test__ = False  # not a pytest test, though its name starts with "test"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["all_tasks", "training_tasks", "unseen_tasks", "check_condition_1"]
+__all__ = ["all_tasks", "training_tasks", "unseen_tasks", "check_condition_1", "cyclic_distance", "task_groups"]
 
 
 def all_tasks(M1: int) -> torch.Tensor:
@@ -43,3 +43,24 @@ def check_condition_1(tasks: torch.Tensor, M1: int) -> bool:
     plus = torch.bincount(tasks[:, 0], minlength=M1)
     minus = torch.bincount(tasks[:, 1], minlength=M1)
     return bool(torch.all(plus == n // M1) and torch.all(minus == n // M1))
+
+
+def cyclic_distance(M1: int) -> torch.Tensor:
+    """``min(|i - j|, M1 - |i - j|)``: how far apart two patterns are on the training cycle, ``(M1, M1)``."""
+    i = torch.arange(M1)
+    diff = (i[:, None] - i[None, :]).abs()
+    return torch.minimum(diff, M1 - diff)
+
+
+def task_groups(tasks: torch.Tensor, M1: int) -> list:
+    """Name each task ``(a, b)`` by its relation to the cyclic training set: ``"training"`` if
+    ``b = a + 1``, ``"reversed"`` if ``a = b + 1`` (mod ``M1``), else ``"distance k"``."""
+    names = []
+    for a, b in tasks.tolist():
+        if b == (a + 1) % M1:
+            names.append("training")
+        elif a == (b + 1) % M1:
+            names.append("reversed")
+        else:
+            names.append(f"distance {min(abs(a - b), M1 - abs(a - b))}")
+    return names

@@ -14,7 +14,7 @@ Glossary (code name -> paper symbol):
 ``readout``         ``F = readout^T x_L[query]``; starts as ``e_{d+1}`` (the label row), as in Eq. (3)
 ==================  ======================================================================
 
-Kinds (:func:`build_model`):
+Kinds (:func:`build_deep`, reached through :func:`mambaicl.models.build_model` with ``n_layers``):
 
 * ``"mamba"``: the paper's selective-scan layer (Eq. 1 with ``A = -I``, per-channel
   ``Delta_j = softplus(w_j^T u)``), one per head, run in its quadratic closed form
@@ -43,13 +43,14 @@ import torch
 import torch.nn.functional as F_
 from torch import nn
 
+from ..config import DEEP_KINDS, check_choice, check_int, check_real
 from .gated_attention import check_prompt
 from .mamba1 import Mamba1Block
 from .recurrence import selective_scan
 
 __all__ = [
     "KINDS",
-    "build_model",
+    "build_deep",
     "DeepICLModel",
     "RMSNorm",
     "paper_scan_terms",
@@ -61,7 +62,7 @@ __all__ = [
     "attention_heads_seq",
 ]
 
-KINDS = ("mamba", "linear", "softmax", "mamba1")
+KINDS = DEEP_KINDS
 
 
 class RMSNorm(nn.Module):
@@ -269,7 +270,7 @@ class Mamba1Mixer(Mamba1Block):
 class DeepICLModel(nn.Module):
     """``n_layers`` residual pre-norm layers of one kind; ``forward(P) -> F (batch,)``.
 
-    Built by :func:`build_model`; see the module docstring for the layers and the probe.
+    Built by :func:`mambaicl.models.build_model` (``n_layers`` given); see the module docstring for the layers and the probe.
     """
 
     def __init__(self, kind: str, d: int, mixers: list[nn.Module], d_model: int, generator, norm: str = "rms") -> None:
@@ -292,7 +293,9 @@ class DeepICLModel(nn.Module):
         """Stream channel that starts as the label row of ``P`` (``None`` if ``d_model < d+1``)."""
         return self.d if self.d_model >= self.d + 1 else None
 
-    def _run(self, P: torch.Tensor, probe: bool):
+    def _run(self, P, probe: bool):
+        if not isinstance(P, torch.Tensor):  # a mambaicl.data.Prompts batch: materialise Eq. (2)
+            P = P.P
         check_prompt(P, self.d)
         x = P.to(self.embed.dtype) @ self.embed.T  # (batch, L, d_model)
         records = []
@@ -334,8 +337,8 @@ _KW = {
 }
 
 
-def build_model(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_model: int = 64,
-                generator: torch.Generator | None = None, device=None, **kw) -> DeepICLModel:
+def build_deep(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_model: int = 64,
+               generator: torch.Generator | None = None, device=None, **kw) -> DeepICLModel:
     """A multi-layer in-context classifier of one of :data:`KINDS`.
 
     Args:
@@ -353,23 +356,21 @@ def build_model(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_mod
     Returns:
         A :class:`DeepICLModel` with ``forward(P) -> (batch,)`` and ``probe(P)``.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    check_choice("kind", kind, KINDS)
     for name, v in (("d", d), ("n_layers", n_layers), ("n_heads", n_heads), ("d_model", d_model)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive integer; got {v!r}")
+        check_int(name, v, 1)
     unknown = set(kw) - set(_KW[kind])
     if unknown:
         raise ValueError(f"unknown keyword(s) {sorted(unknown)} for kind {kind!r}; allowed: {sorted(_KW[kind])}")
     opts = {**_KW[kind], **kw}
-    if not isinstance(opts["d_state"], int) or opts["d_state"] < 1:
-        raise ValueError(f"d_state must be a positive integer; got {opts['d_state']!r}")
-    if kind != "mamba1" and not (0 < opts["delta"] <= 1):
-        raise ValueError(f"delta must lie in (0, 1]; got {opts['delta']!r}")
-    if opts["norm"] not in ("rms", "none"):
-        raise ValueError(f"norm must be 'rms' (pre-norm RMSNorm) or 'none'; got {opts['norm']!r}")
-    if kind == "mamba1" and n_heads != 1:
-        raise ValueError(f"n_heads must be 1 for kind 'mamba1' (a Mamba-1 block has no heads); got {n_heads}")
+    check_int("d_state", opts["d_state"], 1)
+    if kind != "mamba1":
+        check_real("delta", opts["delta"], 0.0, 1.0, low_open=True)
+    check_choice("norm", opts["norm"], ("rms", "none"))
+    if kind == "mamba1":
+        check_int("n_heads", n_heads, 1, 1)  # a Mamba-1 block has no heads
+        check_int("expand", opts["expand"], 1)
+        check_int("d_conv", opts["d_conv"], 1)
     mixers = [_mixer(kind, d_model, n_heads, opts, generator) for _ in range(n_layers)]
     model = DeepICLModel(kind, d, mixers, d_model, generator, norm=opts["norm"])
     return model.to(device if device is not None else "cpu")

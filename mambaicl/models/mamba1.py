@@ -32,6 +32,7 @@ import math
 import torch
 import torch.nn.functional as F_
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 __all__ = [
     "selective_scan_s6_seq",
@@ -121,6 +122,13 @@ class _S6Scan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, delta, A, B, C):
+        ref = x
+        for name, t in (("delta", delta), ("A", A), ("B", B), ("C", C)):
+            if t.dtype != ref.dtype or t.device != ref.device:
+                raise ValueError(f"selective_scan_s6: {name} is {t.dtype} on {t.device} but x is {ref.dtype} on "
+                                 f"{ref.device}; every input must share x's dtype and device")
+        if not ref.is_floating_point():
+            raise ValueError(f"selective_scan_s6: x must be a floating-point tensor; got {ref.dtype}")
         x, delta, B, C = x.contiguous(), delta.contiguous(), B.contiguous(), C.contiguous()
         batch, L, E = x.shape
         N = A.shape[1]
@@ -139,7 +147,9 @@ class _S6Scan(torch.autograd.Function):
         return y  # (batch, L, E)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, gy):  # gy: (batch, L, E)
+        need_x, need_delta, need_A, need_B, need_C = ctx.needs_input_grad
         x, delta, u, A, B, C = ctx.saved_tensors
         gy = gy.contiguous()
         batch, L, E = x.shape
@@ -164,18 +174,23 @@ class _S6Scan(torch.autograd.Function):
                 Gs[t].addcmul_(as_[t + 1], Gs[t + 1])
             # contractions as batched (row vector) x (matrix) products, one per (b, t)
             hT, GT = h.view(M, N, E).transpose(1, 2), G.view(M, N, E).transpose(1, 2)  # (M, E, N)
-            torch.bmm(gy[r0:r1].view(M, 1, E), hT, out=g_C[r0:r1].view(M, 1, N))  # sum_e gy h
-            torch.bmm(u[r0:r1].view(M, 1, E), GT, out=g_B[r0:r1].view(M, 1, N))  # sum_e G Delta x
+            if need_C:
+                torch.bmm(gy[r0:r1].view(M, 1, E), hT, out=g_C[r0:r1].view(M, 1, N))  # sum_e gy h
+            if need_B:
+                torch.bmm(u[r0:r1].view(M, 1, E), GT, out=g_B[r0:r1].view(M, 1, N))  # sum_e G Delta x
             torch.bmm(B[r0:r1].view(M, 1, N), G.view(M, N, E), out=g_u[r0:r1].view(M, 1, E))  # sum_n B G
-            # q_t = dloss/d(Delta_t A) = G_t a_t h_{t-1} (zero for t = 0, where h_{-1} = 0)
-            w[:, 0].zero_()
-            torch.mul(G[:, 1:], h[:, :-1], out=w[:, 1:])
-            w.mul_(a)
-            torch.sum(torch.mul(w, AT, out=a), 2, out=g_dd[r0:r1])  # sum_n A q
-            torch.mul(w, delta[r0:r1].unsqueeze(2), out=a)  # Delta q
-            torch.sum(a.view(M, N * E), 0, out=g_A[k])  # sum over (b, t)
-        g_delta = g_dd.addcmul_(g_u, x)
-        return g_u.mul_(delta), g_delta, g_A.sum(0).view(N, E).T, g_B, g_C
+            if need_delta or need_A:
+                # q_t = dloss/d(Delta_t A) = G_t a_t h_{t-1} (zero for t = 0, where h_{-1} = 0)
+                w[:, 0].zero_()
+                torch.mul(G[:, 1:], h[:, :-1], out=w[:, 1:])
+                w.mul_(a)
+                torch.sum(torch.mul(w, AT, out=a), 2, out=g_dd[r0:r1])  # sum_n A q
+                if need_A:
+                    torch.mul(w, delta[r0:r1].unsqueeze(2), out=a)  # Delta q
+                    torch.sum(a.view(M, N * E), 0, out=g_A[k])  # sum over (b, t)
+        g_delta = g_dd.addcmul_(g_u, x) if need_delta else None
+        return (g_u.mul_(delta) if need_x else None, g_delta, g_A.sum(0).view(N, E).T if need_A else None,
+                g_B if need_B else None, g_C if need_C else None)
 
 
 def selective_scan_s6(x, delta, A, B, C, D) -> torch.Tensor:

@@ -30,23 +30,28 @@ from typing import Dict, Optional, Tuple
 import torch
 from tqdm.auto import tqdm
 
-from .data.encoders import DEFAULT_ENCODER, embedding_cache
-from .data.features import PCA, fit_pca, linear_probe, probe_accuracy
-from .data.poisoning import PLACEMENTS, RULES, EmbeddedPool, poison_sentences, sst2_prompts
-from .data.sst2 import load_sst2
-from .fit import fit
-from .models.deep import KINDS, build_model
+from ..analysis.stats import error_mean_se
+from ..config import DEEP_KINDS, LOSSES, OPTIMIZERS, check_bool, check_choice, check_int, check_real, check_reals
+from ..data.encoders import DEFAULT_ENCODER, embedding_cache
+from ..data.features import PCA, fit_pca, linear_probe, probe_accuracy
+from ..data.poisoning import PLACEMENTS, RULES, EmbeddedPool, poison_sentences, sst2_prompts
+from ..data.sst2 import load_sst2
+from ..evaluate import predict, zero_one_error
+from ..models import build_model
+from ..seeding import torch_generator
+from ..train import fit
+from .base import Result, internal, resolve_device, resolve_seeds
 
 __all__ = [
-    "SST2Data", "Run", "Table", "SST2Features", "PAPER", "DATA", "MAIN_TABLE", "TABLE_1",
-    "TABLE_2", "TABLES_3_4", "CURRICULUM", "PCA_KS", "prepare_features", "probe_ceilings",
-    "pca_table", "train_run", "evaluate", "oracle_accuracy", "run_table", "format_table",
+    "NAME", "DESCRIPTION", "SST2Data", "Run", "Table", "SST2Features", "PAPER", "DATA", "MAIN_TABLE",
+    "TABLE_1", "TABLE_2", "TABLES_3_4", "CURRICULUM", "PCA_KS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+    "prepare_features", "probe_ceilings", "pca_table", "train_run", "accuracy", "oracle_accuracy", "run_table",
+    "SST2Preset", "SST2Result", "run", "format_table",
 ]
 
-
-def _check(cond: bool, msg: str) -> None:
-    if not cond:
-        raise ValueError(msg)
+NAME = "sst2"
+DESCRIPTION = "§4.2 and App. 8.1-8.2: SST-2 with 'James Bond' outliers (main table, App. Tables 1-5, CQ curriculum)"
+DEFAULT_SEEDS = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,13 @@ class SST2Data:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.n_train, int) and self.n_train >= 10, f"n_train must be an int >= 10; got {self.n_train!r}")
-        _check(self.n_validation is None or (isinstance(self.n_validation, int) and self.n_validation >= 10),
-               f"n_validation must be None or an int >= 10; got {self.n_validation!r}")
-        _check(isinstance(self.d, int) and 1 <= self.d <= self.n_train, f"d must be an int in [1, n_train]; got {self.d!r}")
-        _check(isinstance(self.l, int) and self.l >= 1, f"l must be an int >= 1; got {self.l!r}")
-        _check(self.probe_l2 >= 0, f"probe_l2 must be >= 0; got {self.probe_l2!r}")
+        check_int("n_train", self.n_train, 10)
+        if self.n_validation is not None:
+            check_int("n_validation", self.n_validation, 10)
+        check_int("d", self.d, 1, self.n_train)
+        check_int("l", self.l, 1)
+        check_real("probe_l2", self.probe_l2, 0.0)
+        check_int("seed", self.seed, 0)
 
 
 @dataclass(frozen=True)
@@ -86,15 +92,16 @@ class Run:
     optimizer: str = "adam"
     loss: str = "hinge"  # Section 2
     curriculum: bool = False  # App. 8.1: R for the first half, CQ for the second
-    seed: int = 0
 
     def __post_init__(self) -> None:
-        _check(self.kind in KINDS and self.kind != "mamba1", f"kind must be mamba, linear or softmax; got {self.kind!r}")
+        check_choice("kind", self.kind, tuple(k for k in DEEP_KINDS if k != "mamba1"))
         for name in ("n_heads", "n_layers", "d_model", "steps", "batch_size"):
-            v = getattr(self, name)
-            _check(isinstance(v, int) and v >= 1, f"{name} must be a positive int; got {v!r}")
-        _check(0.0 <= self.p_a < 1.0, f"p_a must lie in [0, 1); got {self.p_a!r}")
-        _check(self.lr > 0, f"lr must be > 0; got {self.lr!r}")
+            check_int(name, getattr(self, name), 1)
+        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
+        check_real("lr", self.lr, 0.0, 1.0, low_open=True)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        check_choice("loss", self.loss, LOSSES)
+        check_bool("curriculum", self.curriculum)
 
 
 @dataclass(frozen=True)
@@ -106,18 +113,17 @@ class Table:
     alphas: Tuple[float, ...]
     placements: Tuple[str, ...] = ("FQ", "R", "CQ")
     rule: str = "targeted"  # Example 1: outliers labelled +1
-    n_prompts: int = 2000  # test prompts per (alpha, placement), the same for every run
-    seed: int = 1  # of the test prompts
-    train_seeds: Tuple[int, ...] = (0,)  # each run is trained once per seed; tables show the mean
+    n_prompts: int = 2000  # test prompts per (alpha, placement, seed), the same for every run of a seed
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check(all(0.0 <= a <= 1.0 for a in self.alphas), f"alphas must lie in [0, 1]; got {self.alphas}")
-        _check(all(p in PLACEMENTS for p in self.placements), f"placements must be in {tuple(PLACEMENTS)}")
-        _check(self.rule in RULES, f"rule must be one of {tuple(RULES)}; got {self.rule!r}")
-        _check(len({r.name for r in self.runs}) == len(self.runs), "run names must be unique")
-        _check(len(self.train_seeds) >= 1 and len(set(self.train_seeds)) == len(self.train_seeds),
-               f"train_seeds must be distinct and non-empty; got {self.train_seeds}")
+        check_reals("alphas", self.alphas, 0.0, 1.0)
+        for i, p in enumerate(self.placements):
+            check_choice(f"placements[{i}]", p, tuple(PLACEMENTS))
+        check_choice("rule", self.rule, tuple(RULES))
+        check_int("n_prompts", self.n_prompts, 1)
+        if len({r.name for r in self.runs}) != len(self.runs):
+            raise ValueError(f"run names must be unique; got {[r.name for r in self.runs]}")
 
 
 def _col(fq: float, r: float, cq: float, alpha: float) -> Dict[Tuple[float, str], float]:
@@ -146,7 +152,7 @@ DATA = SST2Data()
 PCA_KS = (5, 7, 10)
 _MAMBA = Run("mamba", "mamba")
 _LINEAR = Run("linear", "linear")
-MAIN_TABLE = Table("main (§4.2)", (_MAMBA, _LINEAR), alphas=(0.75,), train_seeds=(0, 1))
+MAIN_TABLE = Table("main (§4.2)", (_MAMBA, _LINEAR), alphas=(0.75,))
 TABLE_1 = Table("App. Table 1", tuple(Run(f"linear H={h}", "linear", n_heads=h, p_a=0.4) for h in (1, 2, 3, 4)),
                 alphas=(0.5,), paper=PAPER["table1"])
 TABLE_2 = Table("App. Table 2", (Run("mamba", "mamba", n_heads=1, p_a=0.4), Run("linear", "linear", n_heads=1, p_a=0.4),
@@ -154,7 +160,7 @@ TABLE_2 = Table("App. Table 2", (Run("mamba", "mamba", n_heads=1, p_a=0.4), Run(
                 alphas=(0.5,) + tuple(a for a in ALPHAS_3_4 if a != 0.5), paper=PAPER["table2"])
 TABLES_3_4 = TABLE_2  # App. Tables 3-4 are the alpha sweep of Table 2's softmax and linear runs
 CURRICULUM = Table("App. 8.1 curriculum", (dataclasses.replace(_MAMBA, name="mamba (R then CQ)", curriculum=True),),
-                   alphas=(0.75,), paper=PAPER["curriculum"], train_seeds=(0, 1))
+                   alphas=(0.75,), paper=PAPER["curriculum"])
 
 
 @dataclass
@@ -182,10 +188,10 @@ def prepare_features(cfg: SST2Data = DATA, *, path=None, cache_dir=None, device=
     """
     t0 = time.perf_counter()
     data = load_sst2(path)
-    g = torch.Generator().manual_seed(cfg.seed)
-    keep = torch.randperm(len(data["train"]), generator=g)[: cfg.n_train].tolist()
-    rows = {"train": [data["train"][i] for i in keep], "validation": data["validation"][: cfg.n_validation]}
+    keep = torch.randperm(len(data["train"]), generator=torch_generator(cfg.seed, "sst2/subsample"))[: cfg.n_train]
+    rows = {"train": [data["train"][i] for i in keep.tolist()], "validation": data["validation"][: cfg.n_validation]}
     clean = {k: [s for s, _ in v] for k, v in rows.items()}
+    g = torch_generator(cfg.seed, "sst2/poison")
     bond = {k: poison_sentences(v, g) for k, v in clean.items()}
     texts = clean["train"] + bond["train"] + clean["validation"] + bond["validation"]
     emb = embedding_cache(cfg.encoder, cache_dir=cache_dir, device=device).embed(texts, progress=progress)
@@ -246,31 +252,27 @@ class _Sampler:
         return pr.P, pr.z
 
 
-def train_run(run: Run, feat: SST2Features, cfg: SST2Data = DATA, device=None, progress: bool = False):
-    """Build (``mambaicl.models.deep.build_model``) and train (``mambaicl.fit.fit``) one run; returns (model, history)."""
+def train_run(run: Run, feat: SST2Features, seed: int, cfg: SST2Data = DATA, device=None, progress: bool = False):
+    """Build (:func:`mambaicl.models.build_model`) and train (:func:`mambaicl.train.fit`) one run for ``seed``;
+    returns (model, history). Initial values from ``(seed, "init")``, training prompts from ``(seed, "train")``."""
     model = build_model(run.kind, cfg.d, n_layers=run.n_layers, n_heads=run.n_heads, d_model=run.d_model,
-                        generator=torch.Generator().manual_seed(run.seed), device=device)
+                        generator=torch_generator(seed, "init"), device=resolve_device(device))
     history = fit(model, _Sampler(feat.train, run, cfg.l), steps=run.steps, batch_size=run.batch_size, lr=run.lr,
-                  optimizer=run.optimizer, loss=run.loss, seed=run.seed, device=device, record_every=50,
+                  optimizer=run.optimizer, loss=run.loss, seed=seed, device=device, record_every=50,
                   progress=progress)
     return model.eval(), history
 
 
-def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data):
-    """The same test prompts for every run: ``{(alpha, placement): SST2Prompts}``."""
-    out = {}
-    for i, a in enumerate(table.alphas):
-        for j, p in enumerate(table.placements):
-            g = torch.Generator().manual_seed(table.seed * 10_000 + 100 * i + j)
-            out[(a, p)] = sst2_prompts(pool, table.n_prompts, l=cfg.l, alpha=a, placement=p, rule=table.rule, generator=g)
-    return out
+def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data, seed: int):
+    """Seed ``seed``'s test prompts, the same for every run: ``{(alpha, placement): SST2Prompts}``."""
+    return {(a, p): sst2_prompts(pool, table.n_prompts, l=cfg.l, alpha=a, placement=p, rule=table.rule,
+                                 generator=torch_generator(seed, f"test/sst2/{a}/{p}"))
+            for a in table.alphas for p in table.placements}
 
 
-@torch.no_grad()
-def evaluate(model, prompts, device=None) -> Dict[Tuple[float, str], float]:
-    """Accuracy (%) ``100 * mean 1[z F > 0]`` on each prompt set (Section 2's 0-1 error, as accuracy)."""
-    device = device or next(model.parameters()).device
-    return {k: 100 * float((pr.z.to(device) * model(pr.P.to(device)) > 0).double().mean()) for k, pr in prompts.items()}
+def accuracy(model, prompts) -> Dict[Tuple[float, str], float]:
+    """Accuracy (%) ``100 (1 - zero_one_error)`` on each prompt set (the book's one 0-1 error)."""
+    return {k: 100 * (1 - zero_one_error(predict(model, pr.P), pr.z)) for k, pr in prompts.items()}
 
 
 def oracle_accuracy(feat: SST2Features, prompts, cfg: SST2Data = DATA) -> Dict[Tuple[float, str], float]:
@@ -284,47 +286,131 @@ def oracle_accuracy(feat: SST2Features, prompts, cfg: SST2Data = DATA) -> Dict[T
         y = pr.P[:, :-1, -1].double()  # (batch, l)
         vote = (y * score[:, :-1] * (~pr.outlier)).sum(1)  # (batch,)
         f_hat = torch.where(vote >= 0, 1.0, -1.0).double()
-        out[k] = 100 * float((f_hat * score[:, -1] * pr.z > 0).double().mean())
+        out[k] = 100 * (1 - zero_one_error(f_hat * score[:, -1], pr.z.double()))
     return out
 
 
-def run_table(table: Table, feat: SST2Features, cfg: SST2Data = DATA, device=None, progress: bool = True,
-              models: Optional[dict] = None) -> dict:
-    """Train every run of ``table`` once per training seed (or reuse ``models[name]``, a list with one
-    model per seed) and evaluate all of them on the same test prompts.
+def run_table(table: Table, feat: SST2Features, seeds=(0,), cfg: SST2Data = DATA, device=None,
+              progress: bool = True, models: Optional[dict] = None) -> dict:
+    """Train every run of ``table`` once per seed (or reuse ``models[name]``, one model per seed) and
+    evaluate them on each seed's test prompts (the same prompts for every run of a seed).
 
     Returns ``{"acc": {run: {(alpha, placement): mean %}}, "acc_seeds": {run: [per-seed dicts]},
-    "oracle": {...}, "seconds": {run: s}, "models": {run: [models]}, "history": {run: [histories]}}``.
+    "se": {run: {(alpha, placement): SE}}, "oracle": {(alpha, placement): mean %}, "seconds": {run: s},
+    "models": {run: [models]}, "history": {run: [histories]}}``.
     """
-    prompts = _test_prompts(table, feat.validation, cfg)
-    res = {"acc": {}, "acc_seeds": {}, "seconds": {}, "models": dict(models or {}), "history": {},
-           "oracle": oracle_accuracy(feat, prompts, cfg)}
+    seeds = resolve_seeds(seeds)
+    prompts = {s: _test_prompts(table, feat.validation, cfg, s) for s in seeds}
+    oracle = [oracle_accuracy(feat, prompts[s], cfg) for s in seeds]
+    keys = list(prompts[seeds[0]])
+    res = {"acc": {}, "acc_seeds": {}, "se": {}, "seconds": {}, "models": dict(models or {}), "history": {},
+           "oracle": {k: sum(o[k] for o in oracle) / len(oracle) for k in keys}}
     for run in tqdm(table.runs, desc=table.name, disable=not progress):
         if run.name not in res["models"]:
             t0 = time.perf_counter()
-            trained = [train_run(dataclasses.replace(run, seed=s), feat, cfg, device) for s in table.train_seeds]
+            trained = [train_run(run, feat, s, cfg, device) for s in seeds]
             res["models"][run.name] = [m for m, _ in trained]
             res["history"][run.name] = [h for _, h in trained]
             res["seconds"][run.name] = time.perf_counter() - t0
-        per_seed = [evaluate(m, prompts, device) for m in res["models"][run.name]]
+        per_seed = [accuracy(m, prompts[s]) for m, s in zip(res["models"][run.name], seeds)]
         res["acc_seeds"][run.name] = per_seed
-        res["acc"][run.name] = {k: sum(a[k] for a in per_seed) / len(per_seed) for k in prompts}
+        stats = {k: error_mean_se([a[k] / 100 for a in per_seed], table.n_prompts) for k in keys}
+        res["acc"][run.name] = {k: 100 * m for k, (m, _) in stats.items()}
+        res["se"][run.name] = {k: 100 * se for k, (_, se) in stats.items()}
     return res
 
 
-def _cell(ours: float, paper: Optional[float]) -> str:
-    return f"{ours:5.1f} ({paper:5.2f})" if paper is not None else f"{ours:5.1f} (  -  )"
+def _cell(ours: float, se: float, paper: Optional[float]) -> str:
+    theirs = f"{paper:5.2f}" if paper is not None else "  -  "
+    return f"{ours:5.1f} ± {se:3.1f} ({theirs})"
 
 
 def format_table(table: Table, res: dict, runs: Optional[Tuple[str, ...]] = None) -> str:
-    """Plain-text table: one row per (alpha, placement), one column per run as ``ours (paper)`` in %,
+    """Plain-text table: one row per (alpha, placement), one column per run as ``mean ± SE (paper)`` in %,
     and the encoder's in-context ceiling (:func:`oracle_accuracy`) in the last column."""
     names = runs or tuple(r.name for r in table.runs)
-    width = max(15, *(len(n) for n in names))
+    width = max(22, *(len(n) for n in names))
     lines = ["alpha place  " + "  ".join(f"{n:>{width}}" for n in names) + "  ceiling"]
     for a in table.alphas:
         for p in table.placements:
-            cells = [_cell(res["acc"][n][(a, p)], table.paper.get(n, {}).get((a, p))) for n in names]
+            cells = [_cell(res["acc"][n][(a, p)], res["se"][n][(a, p)], table.paper.get(n, {}).get((a, p)))
+                     for n in names]
             lines.append(f"{a:5.2f} {p:>5}  " + "  ".join(f"{c:>{width}}" for c in cells)
                          + f"  {res['oracle'][(a, p)]:7.1f}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the experiment protocol
+
+
+@dataclass(frozen=True)
+class SST2Preset:
+    """The whole SST-2 experiment: the data and features, the tables, the PCA sizes of App. Table 5."""
+
+    name: str
+    data: SST2Data = DATA
+    tables: Tuple[Table, ...] = ()
+    pca_ks: Tuple[int, ...] = PCA_KS
+
+    def __post_init__(self) -> None:
+        if not self.tables:
+            raise ValueError("tables must hold at least one Table")
+        for i, k in enumerate(self.pca_ks):
+            check_int(f"pca_ks[{i}]", k, 1)
+
+
+PAPER_TABLES = SST2Preset(name="paper", tables=(MAIN_TABLE, TABLE_1, TABLE_2, CURRICULUM))
+PRESETS = {"paper": PAPER_TABLES}
+DEFAULT_PRESET = "paper"
+
+
+def _key(k) -> str:
+    a, p = k
+    return f"{a}/{p}"
+
+
+def _table_json(table: Table, res: dict) -> dict:
+    runs = {}
+    for name in res["acc"]:
+        runs[name] = {_key(k): {"per_seed": [a[k] for a in res["acc_seeds"][name]], "mean": res["acc"][name][k],
+                                "se": res["se"][name][k], "paper": table.paper.get(name, {}).get(k),
+                                "oracle": res["oracle"][k]} for k in res["acc"][name]}
+    return {"name": table.name, "rule": table.rule, "n_prompts": table.n_prompts, "runs": runs}
+
+
+@dataclass
+class SST2Result(Result):
+    """Every table (per seed, mean, SE, the paper's number, the oracle ceiling), probe ceilings, App. Table 5."""
+
+    preset: str
+    seeds: list
+    data: dict
+    ceilings: dict
+    pca: dict
+    tables: dict
+    raw: dict = internal()  # {table name: run_table(...) output, with the models}
+    features: object = internal()
+
+
+def run(preset: SST2Preset = PAPER_TABLES, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True,
+        path=None, cache_dir=None) -> SST2Result:
+    """Load, embed (cached), train and evaluate every table of ``preset`` for every seed."""
+    seeds = resolve_seeds(seeds)
+    feat = prepare_features(preset.data, path=path, cache_dir=cache_dir, device=device, progress=progress)
+    raw, tables, shared = {}, {}, {}
+    for table in preset.tables:
+        reuse = {r.name: shared[_run_key(r)] for r in table.runs if _run_key(r) in shared}
+        res = run_table(table, feat, seeds, preset.data, device=device, progress=progress, models=reuse)
+        for r in table.runs:
+            shared.setdefault(_run_key(r), res["models"][r.name])
+        raw[table.name] = res
+        tables[table.name] = _table_json(table, res)
+    pca = pca_table(feat, preset.pca_ks, preset.data)
+    return SST2Result(preset=preset.name, seeds=list(seeds), data=dataclasses.asdict(preset.data),
+                      ceilings=probe_ceilings(feat, preset.data), pca={str(k): v for k, v in pca.items()},
+                      tables=tables, raw=raw, features=feat)
+
+
+def _run_key(run: Run) -> tuple:
+    """Two runs with equal settings (up to the name) are trained once and shared between tables."""
+    return dataclasses.astuple(dataclasses.replace(run, name=""))

@@ -20,12 +20,16 @@ import dataclasses
 import matplotlib.pyplot as plt
 import torch
 
-from .config import TestConfig
-from .data import Patterns, test_prompts
-from .mechanism import query_terms
+from matplotlib.patches import Patch
+
+from ..analysis.corollaries import query_terms
+from ..config import TestConfig
+from ..data import Patterns, test_prompts
+from ..seeding import torch_generator
+from .figures import gate_legend, integer_ticks
+from .style import PALETTE
 
 __all__ = ["defaults", "draw", "static_explorer", "make_explorer"]
-CLEAN, OUTLIER, SAME, OTHER = "#2ca02c", "#d62728", "#1f77b4", "#bbbbbb"
 
 
 def defaults(test: TestConfig) -> dict:
@@ -37,7 +41,7 @@ def _prompt(pat, test, tasks, alpha, kappa_a_prime, placement, index, n, seed):
     if not (0 <= index < n):
         raise ValueError(f"index must lie in [0, {n}); got {index!r}")
     cfg = dataclasses.replace(test, alpha=float(alpha), kappa_a_prime=float(kappa_a_prime), placement=placement)
-    pr = test_prompts(pat, cfg, tasks, n, torch.Generator().manual_seed(seed))
+    pr = test_prompts(pat, cfg, tasks, n, torch_generator(seed, "test/explorer"))
     return pr, index
 
 
@@ -46,7 +50,8 @@ def draw(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alpha: 
     """Gate (top) and attention (bottom) of every context example of one test prompt, read by the query.
 
     Red bars: examples carrying an outlier; green: clean. In the attention panel, blue bars
-    share the query's relevant pattern (the set ``N_1`` of Corollary 1).
+    share the query's relevant pattern (the set ``N_1`` of Corollary 1), grey bars do not, and a
+    red outline marks an outlier example. Prompts come from the stream ``(seed, "test/explorer")``.
 
     Returns:
         The matplotlib figure.
@@ -63,16 +68,22 @@ def draw(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alpha: 
     ax_g, ax_a = fig.subplots(2, 1, sharex=True)
     out = pr.outlier[i]
     if G is not None:
-        ax_g.bar(dist, G[0, :-1].detach().cpu().numpy(), color=[OUTLIER if o else CLEAN for o in out])
+        ax_g.bar(dist, G[0, :-1].detach().cpu().numpy(), color=[PALETTE["outlier"] if o else PALETTE["clean"] for o in out])
         ax_g.set_yscale("log")
+        gate_legend(ax_g, loc="upper left")
     ax_g.set_ylabel("gate $G_{i,l+1}$")
     ax_g.set_title(f"layer {layer + 1}: alpha={alpha:.2f}, kappa_a'={kappa_a_prime:.2f}, {placement}, prompt {i}")
     same = pr.relevant[i, :-1] == pr.relevant[i, -1]
-    ax_a.bar(dist, att[0, :-1].detach().cpu().numpy(), color=[SAME if s else OTHER for s in same],
-             edgecolor=[OUTLIER if o else "none" for o in out])
+    ax_a.bar(dist, att[0, :-1].detach().cpu().numpy(), color=[PALETTE["same"] if s else PALETTE["other"] for s in same],
+             edgecolor=[PALETTE["outlier"] if o else "none" for o in out], linewidth=1.5)
+    ax_a.legend(handles=[Patch(color=PALETTE["same"], label="same pattern as the query"),
+                         Patch(color=PALETTE["other"], label="other pattern"),
+                         Patch(facecolor="white", edgecolor=PALETTE["outlier"], label="outlier (outline)")],
+                fontsize=8, loc="upper left")
     ax_a.set_ylabel("attention")
     ax_a.set_xlabel("distance from the query (1 = adjacent)")
     ax_a.invert_xaxis()
+    integer_ticks(ax_a, "x")
     fig.tight_layout()
     return fig
 

@@ -9,14 +9,14 @@ Glossary (code name -> paper symbol):
                        with the query's relevant pattern) and over ``[l_ts] \\ N_1``
 ``h(j)``               index of the ``j``-th closest clean context example to the query (Cor. 2(ii))
 ``rank_medians[j-1]``  median over prompts of ``G_{h(j),l+1}``, compared with ``2^{-(j-1)}``, Eq. (8)
-``FIG3``               the named configuration of the three-layer experiment of §4.1
 =====================  ===================================================================
 
-For a one-layer model (:class:`mambaicl.models.OneLayerMamba`) the terms are those of Eq. (3).
-For a deep model (:func:`mambaicl.models.deep.build_model`) they are read, layer by layer, from
+For a one-layer model (:class:`mambaicl.models.OneLayerMamba` and its kin) the terms are those of
+Eq. (3). For a deep model (``build_model(..., n_layers=...)``) they are read, layer by layer, from
 ``model.probe(P)``: the query row of the layer's attention, and for the paper's Mamba layer the
 gate of the label channel ``w = w_{d0}`` (for a Mamba-1 block, the gate averaged over channels
-and states; see :func:`mambaicl.models.mamba1.s6_gate`).
+and states; see :func:`mambaicl.models.mamba1.s6_gate`). This module is the one implementation
+of the Corollary measurements.
 """
 from __future__ import annotations
 
@@ -26,16 +26,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import DataConfig, TestConfig
-from .data import Patterns, Prompts, test_prompts, training_prompts
-from .fit import LOSSES, OPTIMIZERS, TrainHistory, fit
-from .models import OneLayerLinearTransformer, OneLayerMamba
-from .models.deep import KINDS, build_model
+from ..config import TestConfig
+from ..data import Patterns, Prompts, test_prompts
+from ..evaluate import predict, zero_one_error
+from ..seeding import torch_generator
 
 __all__ = [
-    "DeepMechanismConfig",
-    "FIG3",
-    "MAMBA1_MECHANISM",
     "query_terms",
     "attention_sums",
     "split_gates",
@@ -45,115 +41,8 @@ __all__ = [
     "layer_report",
     "mechanism_report",
     "placement_cost",
-    "build_deep",
-    "train_deep",
-    "float_patterns",
     "SumRecorder",
-    "plot_attention_sums",
-    "plot_gate_bars",
-    "plot_rank_decay",
 ]
-
-
-# ---------------------------------------------------------------- configuration
-
-
-@dataclass(frozen=True)
-class DeepMechanismConfig:
-    """A deep model and how it is trained for the mechanism experiments (§4.1 "three-layer Mamba").
-
-    The paper gives the depth (3 layers), ``p_a = 0.4`` and the data of §4.1; every other
-    value here is ours and is quoted in Chapter 5.
-    """
-
-    kind: str = "mamba"
-    n_layers: int = 3
-    n_heads: int = 1
-    d_model: int = 64
-    d_state: int = 16
-    delta: float = 0.2
-    norm: str = "rms"
-    p_a: float = 0.4
-    optimizer: str = "adam"
-    lr: float = 1e-3
-    steps: int = 600
-    batch: int = 64
-    loss: str = "hinge"
-    init_seed: int = 1
-    data_seed: int = 3
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
-        for name in ("n_layers", "n_heads", "d_model", "d_state", "steps", "batch"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer; got {v!r}")
-        if not (0 <= self.p_a < 1):
-            raise ValueError(f"p_a must lie in [0, 1); got {self.p_a!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}; got {self.optimizer!r}")
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {tuple(LOSSES)}; got {self.loss!r}")
-        if not (0 < self.lr <= 1):
-            raise ValueError(f"lr must lie in (0, 1]; got {self.lr!r}")
-        if not (0 < self.delta <= 1):
-            raise ValueError(f"delta must lie in (0, 1]; got {self.delta!r}")
-        if self.norm not in ("rms", "none"):
-            raise ValueError(f"norm must be 'rms' or 'none'; got {self.norm!r}")
-
-
-#: Figures 3-5: the paper's three-layer Mamba (§4.1), single head, p_a = 0.4. Residual layers
-#: without normalisation: with pre-norm RMSNorm the first-layer gate does not learn to suppress
-#: outliers within our budget (Chapter 5, "Deviations from the paper").
-FIG3 = DeepMechanismConfig(norm="none", optimizer="adam", lr=3e-4, steps=600)
-#: The same question for three standard Mamba-1 blocks (Gu & Dao 2023), smaller to fit the CPU budget.
-MAMBA1_MECHANISM = DeepMechanismConfig(kind="mamba1", d_model=32, optimizer="adam", lr=1e-3, steps=150, batch=32)
-
-
-def float_patterns(pat: Patterns, dtype=torch.float32) -> Patterns:
-    """``pat`` in another dtype (the deep models train in float32)."""
-    return Patterns(**{k: v.to(dtype) for k, v in pat.to_dict().items()})
-
-
-def build_deep(cfg: DeepMechanismConfig, d: int, device=None) -> torch.nn.Module:
-    """The untrained model of ``cfg`` for data dimension ``d`` (seeded by ``cfg.init_seed``)."""
-    extra = {} if cfg.kind == "mamba1" else {"delta": cfg.delta}
-    return build_model(cfg.kind, d, n_layers=cfg.n_layers, n_heads=cfg.n_heads, d_model=cfg.d_model,
-                       d_state=cfg.d_state, norm=cfg.norm, generator=torch.Generator().manual_seed(cfg.init_seed),
-                       device=device, **extra)
-
-
-def train_deep(cfg: DeepMechanismConfig, pat: Patterns, data: DataConfig, tasks: torch.Tensor, *,
-               model: torch.nn.Module | None = None, probes: dict | None = None, record_every: int = 50,
-               device=None, callback=None, progress: bool = True) -> tuple[torch.nn.Module, TrainHistory]:
-    """Train ``cfg``'s model on Definition 1 prompts with ``p_a = cfg.p_a``.
-
-    Args:
-        pat, data, tasks: patterns (float32), data configuration (its ``p_a`` is replaced by
-            ``cfg.p_a``) and training tasks.
-        model: the model to train in place (default: :func:`build_deep` of ``cfg``).
-        probes: ``name -> probe(model) -> float`` recorded every ``record_every`` steps.
-        device: where to train (default CPU; pass ``default_device()`` to use a GPU).
-        callback: ``callback(step, model)`` after every update (e.g. :meth:`SumRecorder.callback`).
-
-    Returns:
-        The trained model (on ``device``) and its :class:`TrainHistory`.
-    """
-    data = dataclasses.replace(data, p_a=cfg.p_a)
-    if model is None:
-        model = build_deep(cfg, data.d, device)
-
-    def sample(batch: int, g: torch.Generator):
-        pr = training_prompts(pat, data, tasks, batch, g)
-        return pr.P, pr.z
-
-    hist = fit(model, sample, steps=cfg.steps, batch_size=cfg.batch, lr=cfg.lr, optimizer=cfg.optimizer,
-               loss=cfg.loss, seed=cfg.data_seed, device=device, record_every=record_every, probes=probes,
-               progress=progress, callback=callback)
-    if not all(math.isfinite(v) for v in hist.loss):
-        raise FloatingPointError(f"training diverged (lr = {cfg.lr} too large for {cfg.kind!r})")
-    return model, hist
 
 
 # ---------------------------------------------------------------- reading the model
@@ -164,7 +53,7 @@ def query_terms(model, P: torch.Tensor, head: int = 0) -> list[tuple[torch.Tenso
     """Per layer: the attention and the gate of every token as read by the query.
 
     Args:
-        model: a one-layer model of Eq. (3) or a deep model from :func:`build_model`.
+        model: a one-layer model of Eq. (3) or a deep model (``build_model(..., n_layers=...)``).
         P: prompts ``(batch, l+1, d+1)``.
         head: which head of a multi-head layer.
 
@@ -172,10 +61,10 @@ def query_terms(model, P: torch.Tensor, head: int = 0) -> list[tuple[torch.Tenso
         ``[(att, G), ...]``, one pair per layer, each ``(batch, l+1)``; ``G`` is ``None`` for
         an ungated layer.
     """
-    if isinstance(model, OneLayerMamba):
-        return [(model.attention(P), model.gate(P))]
-    if isinstance(model, OneLayerLinearTransformer):
-        return [(model.attention(P), None)]
+    if hasattr(model, "bilinear"):  # a one-layer model of Eq. (3)
+        return [(model.attention(P), model.gate(P) if model.gated else None)]
+    if not isinstance(P, torch.Tensor):
+        P = P.P
     P = P.to(next(model.parameters()).device)
     out = []
     for rec in model.probe(P):
@@ -278,7 +167,8 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
     """Error and gate mass when the outliers are placed far from / randomly / close to the query.
 
     For each placement (``"far"`` = FQ, ``"random"`` = R, ``"close"`` = CQ) the same ``n``
-    prompts' draws (one seed) are used, so only the order of the examples differs in law.
+    prompts' draws (the stream ``(seed, "test/placement")``) are used, so only the order of the
+    examples differs.
 
     Returns:
         ``placement -> {"error", "clean_mass", "outlier_mass", "first_clean_gate",
@@ -288,15 +178,15 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
     out = {}
     for placement in ("far", "random", "close"):
         pr = test_prompts(pat, dataclasses.replace(test, placement=placement), tasks, n,
-                          torch.Generator().manual_seed(seed))
-        F = model(pr.P.to(next(model.parameters()).device)).cpu()
+                          torch_generator(seed, "test/placement"))
+        F = predict(model, pr.P)
         G = query_terms(model, pr.P)[layer][1][:, :-1]  # (n, l)
         clean = ~pr.outlier
         l = clean.shape[1]
         first = torch.where(clean.any(1), l - 1 - torch.flip(clean, [1]).float().argmax(1), -1)  # h(1), 0-based
         has = first >= 0
         out[placement] = {
-            "error": float(((pr.z * F) < 0).float().mean()),
+            "error": zero_one_error(F, pr.z),
             "clean_mass": float((G * clean).sum(1).mean()),
             "outlier_mass": float((G * pr.outlier).sum(1).mean()),
             "first_clean_gate": float(G[has, first[has]].median()),
@@ -311,14 +201,18 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
 class SumRecorder:
     """Records Corollary 1's two sums (means over ``pr``) of every layer during training.
 
-    Pass ``recorder.callback`` to :func:`mambaicl.fit.fit` (or :func:`train_deep` via
-    ``callback``); call ``recorder.record(0, model)`` once before training.
+    Pass ``recorder.callback`` to :func:`mambaicl.train.fit`; call ``recorder.record(0, model)``
+    once before training. ``steps`` are the numbers of updates after which to record (e.g.
+    log-spaced, to see the early dynamics), or ``every`` records every ``every`` updates.
     """
 
-    def __init__(self, pr: Prompts, every: int) -> None:
-        if every < 1:
+    def __init__(self, pr: Prompts, every: int | None = None, steps=None) -> None:
+        if (every is None) == (steps is None):
+            raise ValueError("give exactly one of every (record every so many updates) and steps (when to record)")
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
             raise ValueError(f"every must be a positive integer; got {every!r}")
         self.pr, self.every = pr, every
+        self.at = None if steps is None else {int(s) for s in steps}
         self.steps: list[int] = []
         self.same: list[list[float]] = []  # [record][layer]
         self.other: list[list[float]] = []
@@ -331,45 +225,7 @@ class SumRecorder:
 
     def callback(self, step: int, model) -> None:
         """``fit`` calls this after the update of step ``step`` (0-based): record after ``step + 1`` updates."""
-        if (step + 1) % self.every == 0:
+        n = step + 1
+        if (self.at is not None and n in self.at) or (self.every is not None and n % self.every == 0):
             with torch.no_grad():
-                self.record(step + 1, model)
-
-
-# ---------------------------------------------------------------- plots (Chapter 5)
-
-CLEAN, OUTLIER, SAME, OTHER = "#2ca02c", "#d62728", "#1f77b4", "#7f7f7f"
-
-
-def plot_attention_sums(ax, rec: SumRecorder, layer: int, title: str = "") -> None:
-    """Figure 3 / App. Fig. 4: the two Corollary 1 sums of ``layer`` against the training step."""
-    ax.plot(rec.steps, [s[layer] for s in rec.same], color=SAME, marker="o", ms=3, label="same pattern as query")
-    ax.plot(rec.steps, [o[layer] for o in rec.other], color=OTHER, marker="s", ms=3, label="other pattern")
-    ax.axhline(0, color="black", lw=0.5)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("sum of attention scores")
-    ax.set_title(title or f"layer {layer + 1}")
-
-
-def plot_gate_bars(ax, G_row: torch.Tensor, outlier_row: torch.Tensor, title: str = "") -> None:
-    """The gate figure / App. Fig. 5: ``G_{i,l+1}`` of each context example of one prompt.
-
-    Red: examples with an outlier; green: clean. The x axis is the distance from the query.
-    """
-    l = outlier_row.shape[0]
-    dist = torch.arange(l, 0, -1).numpy()
-    ax.bar(dist, G_row[:l].detach().cpu().numpy(), color=[OUTLIER if o else CLEAN for o in outlier_row])
-    ax.set_yscale("log")
-    ax.invert_xaxis()
-    ax.set_xlabel("distance from the query")
-    ax.set_ylabel("gate $G_{i,l+1}$")
-    ax.set_title(title)
-
-
-def plot_rank_decay(ax, rank: tuple, label: str, color=None) -> None:
-    """Median ``G_{h(j)}`` against ``j`` with the ``2^{-(j-1)}`` trend of Eq. (8) through ``j = 1``."""
-    j = list(range(1, len(rank) + 1))
-    ax.semilogy(j, rank, marker="o", label=label, color=color)
-    ax.semilogy(j, [rank[0] * 2.0 ** (1 - k) for k in j], ls="--", color=color or "black", lw=0.8)
-    ax.set_xlabel("$j$ ($j$-th closest clean example)")
-    ax.set_ylabel("median $G_{h(j),l+1}$")
+                self.record(n, model)

@@ -1,6 +1,7 @@
 """The theorems' predicted quantities, up to the constants the paper leaves unspecified.
 
-Glossary: ``p_a``, ``alpha``, ``l_tr``, ``l_ts``, ``M1``, ``beta``, ``eta`` as in the paper.
+Glossary: ``p_a``, ``alpha``, ``l_tr``, ``l_ts``, ``M1``, ``beta`` as in the paper; ``lr`` is the
+step size ``eta``.
 Every function returns the bracketed expression of the theorem it names; ``Theta(.)`` and
 ``≳`` hide constants, so these are orders of magnitude, not exact thresholds.
 """
@@ -21,14 +22,14 @@ def alpha_threshold_lt() -> float:
     return 0.5
 
 
-def T_M(eta: float, p_a: float, beta: float, M1: int) -> float:
+def T_M(lr: float, p_a: float, beta: float, M1: int) -> float:
     """Theorem 1, Eq. (2): ``eta^-1 (1 - p_a)^-1 beta^-2 M1`` iterations for Mamba."""
-    return M1 / (eta * (1 - p_a) * beta**2)
+    return M1 / (lr * (1 - p_a) * beta**2)
 
 
-def T_T(eta: float, p_a: float, beta: float, M1: int, l_tr: int) -> float:
+def T_T(lr: float, p_a: float, beta: float, M1: int, l_tr: int) -> float:
     """Theorem 3(iv): ``eta^-1 (1 - p_a)^-1 beta^-2 l_tr^-1 M1`` iterations for the linear Transformer."""
-    return T_M(eta, p_a, beta, M1) / l_tr
+    return T_M(lr, p_a, beta, M1) / l_tr
 
 
 def l_ts_lower_lt(alpha: float, M1: int) -> float:

@@ -1,0 +1,135 @@
+"""Fits and summaries of measured curves: decay rates, scaling exponents, iteration counts, break-downs.
+
+================  ===================================================================
+function          what it measures
+================  ===================================================================
+``decay_stats``   successive ratios of a positive sequence, its fitted per-step factor
+                  and the R^2 of the log-linear fit (Corollary 2(ii)'s exponential decay)
+``loglog_slope``  the exponent ``b`` of ``y = a x^b`` by least squares on logs, one fit per
+                  seed, with a t-interval over seeds (Theorems 1 and 3 as scaling laws)
+``first_below``   the first step at which a moving average of a loss falls below a target
+``smooth``        a centred moving average, for plotting noisy training curves
+``breakdown_alpha``  the first ``alpha`` whose error exceeds the error at the first by a jump
+================  ===================================================================
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["decay_stats", "SlopeFit", "loglog_slope", "first_below", "smooth", "breakdown_alpha", "t_quantile"]
+
+
+def decay_stats(values: Sequence[float]) -> tuple[np.ndarray, float, float]:
+    """``(ratios, factor, r2)`` of a positive sequence ``g_1, ..., g_J``.
+
+    ``ratios[j] = g_{j+1} / g_j``; ``factor = exp(slope)`` of the least-squares line through
+    ``(j, log g_j)``; ``r2`` its coefficient of determination (1 for an exact geometric sequence).
+    """
+    g = np.asarray(values, dtype=float)
+    if g.ndim != 1 or len(g) < 2 or not np.all(g > 0) or not np.all(np.isfinite(g)):
+        raise ValueError(f"values must be at least two positive finite numbers; got {values!r}")
+    y, x = np.log(g), np.arange(1, len(g) + 1, dtype=float)
+    slope, intercept = np.polyfit(x, y, 1)
+    resid = y - (slope * x + intercept)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else 1.0
+    return g[1:] / g[:-1], float(np.exp(slope)), r2
+
+
+def t_quantile(df: int, q: float = 0.975) -> float:
+    """Quantile ``q`` of Student's t with ``df`` degrees of freedom (SciPy)."""
+    from scipy.stats import t
+
+    if df < 1:
+        raise ValueError(f"df must be a positive integer; got {df!r}")
+    return float(t.ppf(q, df))
+
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """A log-log exponent: mean over seeds, its standard error and a 95% t-interval."""
+
+    slope: float
+    se: float
+    low: float
+    high: float
+    per_seed: tuple
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in the 95% interval."""
+        return self.low <= value <= self.high
+
+
+def loglog_slope(x: Sequence[float], Y) -> SlopeFit:
+    """Fit ``log y = b log x + c`` for each seed (row of ``Y`` ``(S, n)``) and summarise ``b`` over seeds.
+
+    With one seed the interval is the fit's own 95% interval from its residuals (``n - 2`` degrees
+    of freedom); with ``S >= 2`` seeds it is ``mean +- t_{S-1} SE`` over the per-seed slopes.
+    """
+    x = np.asarray(x, dtype=float)
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    if x.ndim != 1 or len(x) < 2 or Y.shape[1] != len(x):
+        raise ValueError(f"need x of n >= 2 values and Y of shape (seeds, n); got {x.shape} and {Y.shape}")
+    if not (np.all(x > 0) and np.all(Y > 0) and np.all(np.isfinite(Y))):
+        raise ValueError("x and Y must be positive and finite for a log-log fit")
+    lx, LY = np.log(x), np.log(Y)
+    slopes = np.array([np.polyfit(lx, ly, 1)[0] for ly in LY])
+    S = len(slopes)
+    if S >= 2:
+        se = float(slopes.std(ddof=1) / math.sqrt(S))
+        half = t_quantile(S - 1) * se
+    else:
+        if len(x) < 3:
+            return SlopeFit(float(slopes[0]), math.nan, math.nan, math.nan, tuple(slopes.tolist()))
+        b, c = np.polyfit(lx, LY[0], 1)
+        resid = LY[0] - (b * lx + c)
+        se = float(math.sqrt((resid ** 2).sum() / (len(x) - 2) / ((lx - lx.mean()) ** 2).sum()))
+        half = t_quantile(len(x) - 2) * se
+    m = float(slopes.mean())
+    return SlopeFit(m, se, m - half, m + half, tuple(float(s) for s in slopes))
+
+
+def first_below(loss: Sequence[float], target: float, window: int = 1, steps: Sequence[int] | None = None) -> float:
+    """The first step at which the mean of ``window`` consecutive recorded losses is below ``target``.
+
+    Args:
+        loss: recorded losses; ``steps`` their step numbers (default ``0, 1, 2, ...``).
+
+    Returns:
+        The step of the first record of the qualifying window, or ``inf`` if none qualifies.
+    """
+    x = np.asarray(loss, dtype=float)
+    if window < 1 or window > len(x):
+        raise ValueError(f"window must lie in [1, {len(x)}]; got {window!r}")
+    avg = np.convolve(x, np.ones(window) / window, mode="valid")  # avg[t] = mean(x[t : t + window])
+    hit = np.nonzero(avg < target)[0]
+    if not len(hit):
+        return math.inf
+    return float(hit[0] if steps is None else steps[hit[0]])
+
+
+def smooth(values: Sequence[float], k: int = 5) -> np.ndarray:
+    """Centred moving average over ``k`` points (shorter windows at the ends)."""
+    x = np.asarray(values, dtype=float)
+    if k < 1:
+        raise ValueError(f"k must be a positive integer; got {k!r}")
+    half = k // 2
+    csum = np.concatenate([[0.0], np.cumsum(x)])
+    lo = np.clip(np.arange(len(x)) - half, 0, len(x))
+    hi = np.clip(np.arange(len(x)) + half + 1, 0, len(x))
+    return (csum[hi] - csum[lo]) / (hi - lo)
+
+
+def breakdown_alpha(alphas: Sequence[float], errors: Sequence[float], jump: float = 0.1) -> float:
+    """The first ``alpha`` whose error exceeds the error at the first ``alpha`` by more than ``jump``;
+    ``nan`` if none does (the model never breaks down on the grid)."""
+    if len(alphas) != len(errors) or not len(alphas):
+        raise ValueError(f"alphas and errors must be non-empty and aligned; got {len(alphas)} and {len(errors)}")
+    for a, e in zip(alphas, errors):
+        if e > errors[0] + jump:
+            return float(a)
+    return float("nan")

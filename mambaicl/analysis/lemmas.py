@@ -1,0 +1,89 @@
+"""The quantities Lemmas 3-6 describe, measured on a one-layer model during or after training.
+
+Glossary (code name -> paper symbol):
+
+=================  ===========================================================
+``pad``            ``(mu_j^T, 0^T)^T``: a pattern padded with zeros to ``n`` entries
+``lemma3``         ``(mu_j^T, 0) W (mu_j^T, 0)^T`` for ``W in {W_B, W_C}`` (Lemma 3)
+``pattern_attn``   ``(mu_i^T, 0) W_B^T W_C (mu_j^T, 0)^T``, ``(M1, M1)`` (Corollary 1)
+``w_v``, ``w_mu``  ``v*_s^T w`` and ``(mu_j^T, 0) w`` (Lemmas 4-5)
+``wp_clean``       mean ``w^T p_i`` over clean / outlier context examples (Eq. (12)-(14))
+``gate_sum``       ``sum_i G_{i,l+1}(w)`` over context examples (Lemma 6 bounds it by 1)
+``lemma6``         ``sum_i G_{i,l+1}(w) (l - i + 1)`` (Lemma 6)
+=================  ===========================================================
+
+Every probe takes a single one-layer model (a member of a seed stack:
+:meth:`mambaicl.models.OneLayerStack.member`).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..data import Patterns, Prompts, cyclic_distance
+from ..models import gate_from_logits
+
+__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probes"]
+
+
+def pad(vectors: torch.Tensor, n: int) -> torch.Tensor:
+    """Rows ``(u^T, 0^T)`` of length ``n``: patterns of R^d embedded in the token space, ``(k, n)``."""
+    if vectors.shape[1] > n:
+        raise ValueError(f"cannot pad vectors of length {vectors.shape[1]} to shorter length n = {n}")
+    out = vectors.new_zeros(vectors.shape[0], n)
+    out[:, : vectors.shape[1]] = vectors
+    return out
+
+
+def lemma3(W: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """``(mu_j^T, 0) W (mu_j^T, 0)^T`` for each ``j`` (Lemma 3, Eq. (10)), ``(M1,)``; ``W`` is ``(m, d+1)``."""
+    left, right = pad(mu, W.shape[0]), pad(mu, W.shape[1])  # (M1, m), (M1, d+1)
+    return torch.einsum("jm,mn,jn->j", left, W.to(mu.dtype), right)
+
+
+def pattern_attention(M: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """Entry ``(i, j)`` is ``(mu_i^T, 0) M (mu_j^T, 0)^T`` with ``M = W_B^T W_C`` (or the merged ``W``):
+    the attention a context example with ``mu_i`` receives from a query with ``mu_j`` (the quantity
+    summed in Corollary 1), ``(M1, M1)``. Pass ``model.bilinear()``."""
+    U = pad(mu, M.shape[-1])  # (M1, d+1)
+    return U @ M.to(mu.dtype) @ U.T  # (M1, M1)
+
+
+def gate_logit_means(w: torch.Tensor, pr: Prompts) -> tuple[float, float]:
+    """Mean ``w^T p_i`` over clean and over outlier context examples (Lemmas 4-5, Eq. (12)-(14))."""
+    logits = (pr.P @ w.to(pr.P.dtype))[..., :-1]  # (batch, l)
+    clean, bad = logits[~pr.outlier], logits[pr.outlier]
+    nan = float("nan")
+    return (float(clean.mean()) if clean.numel() else nan, float(bad.mean()) if bad.numel() else nan)
+
+
+def lemma6_sums(w: torch.Tensor, P: torch.Tensor) -> tuple[float, float]:
+    """Mean over prompts of ``sum_{i<=l} G_{i,l+1}`` and of ``sum_{i<=l} G_{i,l+1} (l - i + 1)`` (Lemma 6)."""
+    G = gate_from_logits(P @ w.to(P.dtype))[:, :-1]  # (batch, l)
+    l = G.shape[1]
+    dist = torch.arange(l, 0, -1, dtype=G.dtype)  # (l,): l - i + 1 for i = 1..l
+    return float(G.sum(1).mean()), float((G * dist).sum(1).mean())
+
+
+def make_probes(pat: Patterns, pr: Prompts, gated: bool) -> dict:
+    """``name -> probe(model) -> float`` for :func:`mambaicl.train.fit`, measured on the fixed prompts ``pr``.
+
+    ``muWBmu`` / ``muWCmu``: mean Lemma 3 diagonal (paper parametrisation only); ``attn_dist{k}``:
+    mean :func:`pattern_attention` over pattern pairs ``k`` steps apart on the training cycle; for a
+    gated model also ``w_v``, ``w_mu``, ``wp_clean``, ``wp_outlier``, ``gate_sum`` and ``lemma6``.
+    """
+    dist = cyclic_distance(pat.mu.shape[0])
+    probes = {}
+    probes["muWBmu"] = lambda m: lemma3(m.W_B, pat.mu).mean() if hasattr(m, "W_B") else float("nan")
+    probes["muWCmu"] = lambda m: lemma3(m.W_C, pat.mu).mean() if hasattr(m, "W_C") else float("nan")
+    for k in range(int(dist.max()) + 1):
+        probes[f"attn_dist{k}"] = lambda m, k=k: pattern_attention(m.bilinear(), pat.mu)[dist == k].mean()
+    if gated:
+        probes.update({
+            "w_v": lambda m: (pad(pat.v, m.w.shape[0]) @ m.w.to(pat.v.dtype)).mean(),
+            "w_mu": lambda m: (pad(pat.mu, m.w.shape[0]) @ m.w.to(pat.mu.dtype)).mean(),
+            "wp_clean": lambda m: gate_logit_means(m.w, pr)[0],
+            "wp_outlier": lambda m: gate_logit_means(m.w, pr)[1],
+            "gate_sum": lambda m: lemma6_sums(m.w, pr.P)[0],
+            "lemma6": lambda m: lemma6_sums(m.w, pr.P)[1],
+        })
+    return probes

@@ -1,0 +1,74 @@
+"""The protocol every experiment module follows, and the result base class.
+
+An experiment is one module of :mod:`mambaicl.experiments` that defines
+
+==================  ====================================================================
+``NAME``            the name used by ``python -m mambaicl reproduce NAME``
+``DESCRIPTION``     one line: what it reproduces (paper section / figure / table)
+``PRESETS``         ``{name: preset}``: validated, frozen dataclasses holding every setting
+``DEFAULT_PRESET``  the preset the CLI uses when ``--preset`` is not given
+``DEFAULT_SEEDS``   the seeds the CLI uses when ``--seed(s)`` is not given
+``run``             ``run(preset, *, seeds, device=None, progress=True) -> Result``
+==================  ====================================================================
+
+``Result`` objects are dataclasses; :meth:`Result.to_json` is what the CLI writes to
+``results.json`` (sorted keys, byte-stable) and :meth:`Result.artifacts` what it writes to
+``artifacts.pt`` (``None``: no such file). Chapters call ``run`` too, so the book and the CLI
+compute the same numbers with the same code.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from ..config import check_seeds
+from ..io import json_text
+
+__all__ = ["Result", "internal", "resolve_seeds", "resolve_device"]
+
+
+def internal(default=None):
+    """A result field kept in memory (models, tensors for the chapter) but not written to ``results.json``."""
+    return dataclasses.field(default=default, repr=False, compare=False, metadata={"internal": True})
+
+
+@dataclasses.dataclass
+class Result:
+    """Base class of every experiment's result; subclasses add their fields."""
+
+    def to_dict(self) -> dict:
+        """The JSON-ready content of ``results.json``: every field except those marked ``internal``."""
+        return _plain({f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                       if not f.metadata.get("internal")})
+
+    def to_json(self) -> str:
+        """``results.json``: :meth:`to_dict` with sorted keys, byte-identical for identical runs."""
+        return json_text(self.to_dict())
+
+    def artifacts(self) -> dict[str, Any] | None:
+        """Tensors worth keeping (trained parameters, patterns) for ``artifacts.pt``; ``None`` if none."""
+        return None
+
+
+def _plain(obj):
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    return obj
+
+
+def resolve_seeds(seeds) -> tuple:
+    """``seeds`` as a validated tuple (an ``int`` means one seed)."""
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = (seeds,)
+    return check_seeds("seeds", seeds)
+
+
+def resolve_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` (default CPU; pass ``mambaicl.default_device()`` for a GPU)."""
+    return torch.device(device if device is not None else "cpu")

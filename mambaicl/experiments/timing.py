@@ -1,0 +1,164 @@
+"""What computing Mamba costs: the three forms of a one-layer Mamba (Chapter 1) and a Mamba-1 training step.
+
+=================  ==========================================================
+form               what it computes ``F(Psi; P)`` with
+=================  ==========================================================
+``closed_form``    Eq. (3): one attention vector and a log-space suffix sum, O(l d)
+``naive_product``  Eq. (3) with the gate's products written out, O(l^2)
+``recurrence``     Eq. (1) token by token, state ``(d+1, m)``, O(l d m)
+=================  ==========================================================
+
+Wall-clock timings differ from run to run and machine to machine: unlike the other experiments,
+``reproduce timing`` is not byte-identical on a rerun (its checks that the forms agree are).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..config import check_int
+from ..models import build_model
+from ..models.gated_attention import attention_scores, gate_naive, mamba_output
+from ..models.recurrence import selective_scan
+from ..seeding import torch_generator
+from .base import Result, resolve_device, resolve_seeds
+
+__all__ = ["NAME", "DESCRIPTION", "TimingPreset", "FORMS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+           "TimingResult", "forward_forms", "time_forward_forms", "run", "mamba1_step_time"]
+
+NAME = "timing"
+DESCRIPTION = "Chapter 1: wall-clock cost of Eq. (3) (closed form), its O(l^2) product and the Eq. (1) recurrence"
+DEFAULT_SEEDS = (0,)
+
+
+@dataclass(frozen=True)
+class TimingPreset:
+    """Prompt lengths ``ls`` (state size ``m = l + 1``, Section 2), data dimension, batch, repeats, threads."""
+
+    name: str
+    ls: tuple = (20, 200, 2000)
+    d: int = 30
+    batch: int = 1
+    repeats: int = 5
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.ls:
+            raise ValueError("ls must hold at least one prompt length")
+        for i, l in enumerate(self.ls):
+            check_int(f"ls[{i}]", l, 1)
+        check_int("d", self.d, 1)
+        check_int("batch", self.batch, 1)
+        check_int("repeats", self.repeats, 1)
+        check_int("threads", self.threads, 1)
+
+
+FORMS = TimingPreset(name="forms")
+PRESETS = {"forms": FORMS}
+DEFAULT_PRESET = "forms"
+
+
+@dataclass
+class TimingResult(Result):
+    """Best-of-``repeats`` seconds of each form, one row per prompt length."""
+
+    preset: str
+    rows: list  # [{"l", "closed_form", "naive_product", "recurrence"}]
+
+    def summary(self) -> str:
+        return "\n".join(f"l = {r['l']:>5}: " + ", ".join(f"{k} {1e3 * v:.3f} ms" for k, v in r.items() if k != "l")
+                         for r in self.rows)
+
+
+def forward_forms(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
+    """The three ways of computing ``F`` for the same prompt and parameters, as thunks."""
+    w = W[:, -1]  # (d+1,): the gate vector is the last column of W
+    y = P[:, :, -1]  # (batch, l+1)
+    return {
+        "closed_form": lambda: mamba_output(P, W_B, W_C, w),
+        "naive_product": lambda: (gate_naive(P, w) * y * attention_scores(P, W_B, W_C)).sum(1),
+        "recurrence": lambda: selective_scan(P, W_B, W_C, W)[:, -1, -1],
+    }
+
+
+def _best_time(fn: Callable[[], torch.Tensor], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@torch.no_grad()
+def time_forward_forms(preset: TimingPreset = FORMS, seed: int = 0, device=None) -> list[dict]:
+    """Best-of-``repeats`` wall-clock seconds of each form of ``F``, for prompts of ``l`` examples.
+
+    Checks on the way that the three forms agree (to 1e-9). ``threads`` sets PyTorch's intra-op
+    threads for the measurement (restored afterwards): these tensors are small, and on a busy
+    2-core machine thread hand-offs would dominate what we measure.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(preset.threads)
+    try:
+        return _time_all(preset, seed, resolve_device(device))
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _time_all(preset: TimingPreset, seed: int, device) -> list[dict]:
+    g = torch_generator(seed, "timing")
+    d, batch = preset.d, preset.batch
+    rows = []
+    for l in preset.ls:
+        P = torch.randn(batch, l + 1, d + 1, generator=g, dtype=torch.float64)  # (batch, l+1, d+1)
+        P[:, :, -1] = torch.sign(P[:, :, -1])
+        P[:, -1, -1] = 0
+        W_B = 0.2 * torch.randn(l + 1, d + 1, generator=g, dtype=torch.float64) / d ** 0.5  # (m, d+1)
+        W_C = 0.2 * torch.randn(l + 1, d + 1, generator=g, dtype=torch.float64) / d ** 0.5  # (m, d+1)
+        W = torch.randn(d + 1, d + 1, generator=g, dtype=torch.float64) / (d + 1) ** 0.5  # (d+1, d+1)
+        P, W_B, W_C, W = (t.to(device) for t in (P, W_B, W_C, W))
+        forms = forward_forms(P, W_B, W_C, W)
+        values = {name: fn() for name, fn in forms.items()}
+        for name, value in values.items():
+            if not torch.allclose(value, values["closed_form"], rtol=1e-9, atol=1e-9):
+                raise AssertionError(f"{name} disagrees with the closed form at l = {l}")
+        row = {"l": l}
+        for name, fn in forms.items():
+            row[name] = _best_time(fn, 1 if name == "recurrence" and l >= 1000 else preset.repeats)
+        rows.append(row)
+    return rows
+
+
+def run(preset: TimingPreset = FORMS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> TimingResult:
+    """Time the three forms (prompts drawn from the stream ``(seed, "timing")`` of the first seed)."""
+    seeds = resolve_seeds(seeds)
+    return TimingResult(preset=preset.name, rows=time_forward_forms(preset, seeds[0], device))
+
+
+def mamba1_step_time(d: int, scan: str, *, d_model: int = 64, batch: int = 128, l: int = 20, reps: int = 3,
+                     seed: int = 0) -> float:
+    """Median seconds of one SGD step (forward, hinge loss, backward, update) of a 3-layer Mamba-1 stack.
+
+    ``scan`` is ``"fast"`` (hand-written scan) or ``"sequential"`` (the plain loop); random prompts
+    from the stream ``(seed, "timing")``.
+    """
+    model = build_model("mamba1", d, n_layers=3, d_model=d_model, scan=scan, generator=torch_generator(seed, "init"))
+    g = torch_generator(seed, "timing")
+    P = torch.randn(batch, l + 1, d + 1, generator=g)
+    P[:, :, -1] = torch.sign(P[:, :, -1])
+    P[:, -1, -1] = 0
+    z = torch.sign(torch.randn(batch, generator=g))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    times = []
+    for _ in range(reps + 1):
+        t = time.perf_counter()
+        opt.zero_grad()
+        torch.clamp(1 - z * model(P), min=0).mean().backward()
+        opt.step()
+        times.append(time.perf_counter() - t)
+    times = sorted(times[1:])  # the first step warms up
+    return times[len(times) // 2]

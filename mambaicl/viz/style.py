@@ -1,0 +1,60 @@
+"""The book's one plotting style and palette.
+
+Every figure of the book takes its colours from :data:`PALETTE` (Okabe-Ito, colour-blind safe):
+a model, or a kind of example, has the same colour in every chapter.
+"""
+from __future__ import annotations
+
+import matplotlib as mpl
+
+__all__ = ["PALETTE", "LABELS", "use_style", "color"]
+
+PALETTE = {
+    # models
+    "mamba": "#0072B2",  # blue
+    "mamba_merged": "#56B4E9",  # sky blue
+    "linear": "#D55E00",  # vermillion
+    "softmax": "#009E73",  # bluish green
+    "mamba1": "#CC79A7",  # reddish purple
+    "oracle": "#000000",  # the encoder's ceiling
+    # examples
+    "clean": "#009E73",  # bluish green
+    "outlier": "#D55E00",  # vermillion
+    "same": "#0072B2",  # context example with the query's relevant pattern (N_1 of Corollary 1)
+    "other": "#999999",  # grey: any other relevant pattern
+    # reference lines
+    "theory": "#E69F00",  # orange: a bound or prediction of the paper
+    "paper": "#F0E442",  # yellow: a number reported by the paper
+}
+
+LABELS = {
+    "mamba": "Mamba",
+    "mamba_merged": "Mamba, merged product",
+    "linear": "linear Transformer",
+    "softmax": "softmax Transformer",
+    "mamba1": "Mamba-1 block",
+    "oracle": "encoder ceiling (oracle)",
+}
+
+
+def color(key: str) -> str:
+    """The palette colour of ``key`` (a model kind or an example kind); a ``ValueError`` names the keys."""
+    if key not in PALETTE:
+        raise ValueError(f"no colour for {key!r}; the palette has {sorted(PALETTE)}")
+    return PALETTE[key]
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style (sizes, grid, colour cycle) to the current session."""
+    mpl.rcParams.update({
+        "figure.dpi": 100,
+        "savefig.dpi": 100,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "font.size": 10,
+        "legend.frameon": False,
+        "axes.prop_cycle": mpl.cycler(color=[PALETTE[k] for k in ("mamba", "linear", "softmax", "mamba1",
+                                                                  "mamba_merged")]),
+    })
