@@ -73,3 +73,64 @@ def test_launch_buttons_are_configured():
     assert CONFIG["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
     assert CONFIG["launch_buttons"]["binderhub_url"]
     assert CONFIG["repository"]["url"].startswith("https://github.com/")
+
+
+# ---------------------------------------------------------------- what a reader sees (README, "Contributing")
+
+MAX_TEACHING_FUNCTIONS = 3  # short pedagogical definitions checked against the package by the next cell
+
+
+def _code_cells(nb):
+    return [c for c in jupytext.read(nb).cells if c.cell_type == "code"]
+
+
+def test_chapters_define_at_most_three_teaching_functions():
+    defs = []
+    for nb in NOTEBOOKS:
+        for c in _code_cells(nb):
+            defs += [(nb.name, m) for m in re.findall(r"^(?:def|class) (\w+)", c.source, re.M)]
+    assert len(defs) <= MAX_TEACHING_FUNCTIONS, (
+        f"chapters define {len(defs)} functions or classes ({defs}); move them into mambaicl (with tests)")
+
+
+def _texts(output):
+    if output.get("output_type") == "stream":
+        return [output.get("text", "")]
+    data = output.get("data", {})
+    return [data.get("text/plain", ""), data.get("text/html", "")]
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stray_glue_values_or_progress_bars(nb):
+    import nbformat
+
+    notebook = nbformat.read(nb, as_version=4)
+    for i, c in enumerate(notebook.cells):
+        if c.cell_type != "code":
+            continue
+        for out in c.get("outputs", []):
+            if "glue(" in c.source:
+                assert out.get("output_type") != "execute_result", (
+                    f"{nb.name}, cell {i}: the cell prints the value it glues; end it with a statement")
+            for text in _texts(out):
+                text = "".join(text) if isinstance(text, list) else text
+                assert not re.search(r"\d+%\|", text) and "it/s]" not in text, (
+                    f"{nb.name}, cell {i}: a stored progress bar; pass progress=False in the chapter")
+            assert "application/vnd.jupyter.widget-view+json" not in out.get("data", {}) or \
+                "remove-output" in c.metadata.get("tags", []), f"{nb.name}, cell {i}: a stored widget output"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_figure_is_numbered_captioned_and_referenced(nb):
+    import nbformat
+
+    notebook = nbformat.read(nb, as_version=4)
+    text = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    for i, c in enumerate(notebook.cells):
+        if c.cell_type != "code" or "remove-output" in c.metadata.get("tags", []):
+            continue
+        if any("image/png" in out.get("data", {}) for out in c.get("outputs", [])):
+            fig = c.metadata.get("mystnb", {}).get("figure", {})
+            assert fig.get("caption") and fig.get("name"), (
+                f"{nb.name}, cell {i}: a figure without a number and caption (mystnb: figure: caption/name)")
+            assert f"{{numref}}`{fig['name']}`" in text, f"{nb.name}: figure {fig['name']} is never referenced"
