@@ -8,7 +8,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-NOTEBOOKS = sorted(BOOK.glob("ch*.ipynb"))
+NOTEBOOKS = sorted(BOOK.glob("ch*.ipynb")) + sorted(BOOK.glob("appendix*.ipynb"))  # every executed chapter
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 
