@@ -65,7 +65,8 @@ def discretize(u: torch.Tensor, W_B: torch.Tensor, W: torch.Tensor) -> tuple[tor
     return A_bar, B_bar
 
 
-def selective_scan(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+def selective_scan(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor,
+                   return_states: bool = False):
     """Run the recurrence of Eq. (1) of Li et al. (2025) token by token.
 
     ``h_i = h_{i-1} * tilde A_i + (u_i 1_m^T) * tilde B_i`` and ``o_i = h_i C_i`` with
@@ -75,22 +76,27 @@ def selective_scan(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: tor
         P: tokens ``(batch, L, d0)``.
         W_B, W_C: ``(m, d0)``.
         W: ``(d0, d0)`` whose column ``j`` is ``w_j``.
+        return_states: also return every state ``h_i``.
 
     Returns:
-        All outputs ``O`` of shape ``(batch, L, d0)``; ``O[:, i]`` is ``o_{i+1}``.
+        All outputs ``O`` of shape ``(batch, L, d0)``; ``O[:, i]`` is ``o_{i+1}``. With
+        ``return_states``, ``(O, H)`` where ``H[:, i]`` is ``h_{i+1}``, ``(batch, L, d0, m)``.
     """
     _check_scan_shapes(P, W_B, W_C, W)
     batch, L, d0 = P.shape
     m = W_B.shape[0]
     h = P.new_zeros(batch, d0, m)  # (batch, d0, m)
-    outputs = []
+    outputs, states = [], []
     for i in range(L):
         u = P[:, i]  # (batch, d0)
         A_bar, B_bar = discretize(u, W_B, W)
         h = h * A_bar.unsqueeze(-1) + u.unsqueeze(-1) * B_bar  # (batch, d0, m)
         C = u @ W_C.T  # (batch, m): C_i = W_C u_i
         outputs.append(torch.einsum("bdm,bm->bd", h, C))  # (batch, d0)
-    return torch.stack(outputs, dim=1)  # (batch, L, d0)
+        if return_states:
+            states.append(h)
+    O = torch.stack(outputs, dim=1)  # (batch, L, d0)
+    return (O, torch.stack(states, dim=1)) if return_states else O
 
 
 def selective_scan_closed_form(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
