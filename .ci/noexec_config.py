@@ -9,7 +9,7 @@ from pathlib import Path
 
 src, dst = Path(sys.argv[1]), Path(sys.argv[2])
 text = src.read_text()
-if "execute_notebooks: force" not in text:
-    sys.exit("_config.yml no longer says 'execute_notebooks: force'; update .ci/noexec_config.py")
+if "execute_notebooks: cache" not in text:
+    sys.exit("_config.yml no longer says 'execute_notebooks: cache'; update .ci/noexec_config.py")
 dst.parent.mkdir(parents=True, exist_ok=True)
-dst.write_text(text.replace("execute_notebooks: force", 'execute_notebooks: "off"'))
+dst.write_text(text.replace("execute_notebooks: cache", 'execute_notebooks: "off"'))

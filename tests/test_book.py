@@ -134,3 +134,21 @@ def test_every_figure_is_numbered_captioned_and_referenced(nb):
             assert fig.get("caption") and fig.get("name"), (
                 f"{nb.name}, cell {i}: a figure without a number and caption (mystnb: figure: caption/name)")
             assert f"{{numref}}`{fig['name']}`" in text, f"{nb.name}: figure {fig['name']} is never referenced"
+
+
+def test_results_page_and_readme_table_match_the_chapters():
+    """book/results.md and the README's table are generated from the chapters' glued values; no drift."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / ".ci" / "results_page.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.rows()
+    assert (ROOT / "book" / "results.md").read_text(encoding="utf-8") == mod.page(rows), (
+        "book/results.md is out of date: run python .ci/results_page.py")
+    assert (ROOT / "README.md").read_text(encoding="utf-8") == mod.readme(rows), (
+        "README.md's reproduction table is out of date: run python .ci/results_page.py")
+    texts = {nb.stem: "\n".join(c.source for c in jupytext.read(nb).cells if c.cell_type == "markdown")
+             for nb in NOTEBOOKS}
+    for r in rows:
+        assert f"(res-{r['key']})=" in texts[r["chapter"]], f"{r['chapter']} lacks the target (res-{r['key']})="
