@@ -121,6 +121,15 @@ def test_no_stray_glue_values_or_progress_bars(nb):
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_stored_widget_state(nb):
+    """Widget state makes the page load the widget manager from a CDN, which fails offline."""
+    import nbformat
+
+    assert "widgets" not in nbformat.read(nb, as_version=4).metadata, (
+        f"{nb.name} stores widget state; re-execute it with .ci/execute-notebooks")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_figure_is_numbered_captioned_and_referenced(nb):
     import nbformat
 

@@ -98,15 +98,23 @@ MATH_JS = r"""() => {
   return {total: nodes.length, untypeset: bad};
 }"""
 
-IMAGES_JS = r"""() => Array.from(document.querySelectorAll('main img')).map(img => ({
+IMAGES_JS = r"""() => Array.from(document.querySelectorAll('article img')).map(img => ({
   src: img.getAttribute('src'),
   ok: img.complete && img.naturalWidth > 0,
   captioned: !!(img.closest('figure') && img.closest('figure').querySelector('figcaption .caption-number')),
 }))"""
 
 
+def _redirect_target(page_path: Path) -> str | None:
+    m = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', page_path.read_text(encoding="utf-8"), re.I)
+    return m.group(1) if m else None
+
+
 def _check_page(browser, server: str, page_path: Path) -> list[str]:
     rel = page_path.relative_to(SITE).as_posix()
+    target = _redirect_target(page_path)
+    if target is not None:  # the root index.html only redirects to the intro page
+        return _check_link(rel, page_path, target)
     url = urljoin(server, rel)
     problems, blocked = [], []
     context = browser.new_context(viewport={"width": 1280, "height": 900})
