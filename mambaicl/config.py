@@ -31,6 +31,8 @@ Eq. (3)) and ``"mamba"``, ``"linear"``, ``"softmax"``, ``"mamba1"`` (deep stacks
 **The validator kit.** Every configuration in the package validates its fields on creation
 with the ``check_*`` functions below, which raise a ``ValueError`` naming the field and the
 allowed range, for out-of-range and non-numeric values alike; nothing is clipped silently.
+Configurations declare each field's range with :func:`integer`, :func:`real`, :func:`choice`,
+:func:`flag` or :func:`reals` and inherit :class:`Config`, which runs the checks.
 """
 from __future__ import annotations
 
@@ -47,6 +49,12 @@ __all__ = [
     "check_bool",
     "check_seeds",
     "check_reals",
+    "Config",
+    "integer",
+    "real",
+    "choice",
+    "flag",
+    "reals",
     "DataConfig",
     "TestConfig",
     "TrainConfig",
@@ -150,70 +158,101 @@ def check_seeds(name: str, seeds) -> tuple:
     return tuple(int(s) for s in seeds)
 
 
+# ---------------------------------------------------------------- declarative fields
+
+
+def _field(default, check, **kw):
+    if isinstance(default, (list, dict, set)):
+        return dataclasses.field(default_factory=lambda: default, metadata={"check": check}, **kw)
+    return dataclasses.field(default=default, metadata={"check": check}, **kw)
+
+
+def integer(default, low: int | None = None, high: int | None = None):
+    """A dataclass field holding an integer in ``[low, high]``, validated by :class:`Config`."""
+    return _field(default, lambda name, v: check_int(name, v, low, high))
+
+
+def real(default, low: float = -math.inf, high: float = math.inf, low_open: bool = False, high_open: bool = False):
+    """A dataclass field holding a finite real in the interval, validated by :class:`Config`."""
+    return _field(default, lambda name, v: check_real(name, v, low, high, low_open, high_open))
+
+
+def choice(default, choices):
+    """A dataclass field holding one of ``choices``, validated by :class:`Config`."""
+    choices = tuple(choices)
+    return _field(default, lambda name, v: check_choice(name, v, choices))
+
+
+def flag(default: bool):
+    """A dataclass field holding ``True`` or ``False``, validated by :class:`Config`."""
+    return _field(default, check_bool)
+
+
+def reals(default, low: float = -math.inf, high: float = math.inf, low_open: bool = False,
+          high_open: bool = False, min_len: int = 1):
+    """A dataclass field holding a tuple of reals in the interval, validated by :class:`Config`."""
+    return _field(tuple(default), lambda name, v: check_reals(name, v, low, high, low_open, high_open, min_len))
+
+
+class Config:
+    """Base of every configuration: validates each field declared with :func:`integer`, :func:`real`,
+    :func:`choice`, :func:`flag` or :func:`reals` on creation, then calls :meth:`_check` for
+    conditions that involve several fields. Subclasses are frozen dataclasses."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            check = f.metadata.get("check")
+            if check is not None:
+                check(f.name, getattr(self, f.name))
+        self._check()
+
+    def _check(self) -> None:
+        """Checks across fields (none by default)."""
+
+
 # ---------------------------------------------------------------- shared configurations
 
 
 @dataclass(frozen=True)
-class DataConfig:
+class DataConfig(Config):
     """Patterns and training prompts: §3.2, Eq. (4) and Definition 1."""
 
-    d: int = 30
-    M1: int = 6
-    M2: int = 10
-    V: int = 3
-    beta: float = 3.0
-    outlier_norm: float = 3.0
-    kappa_a: float = 2.0
-    p_a: float = 0.6
-    K: float = 0.5
-    l_tr: int = 20
+    d: int = integer(30, 1)
+    M1: int = integer(6, 3)  # Condition 1's cyclic construction needs M1 >= 3
+    M2: int = integer(10, 1)
+    V: int = integer(3, 1)
+    beta: float = real(3.0, 1.0)  # §3.2: beta >= 1
+    outlier_norm: float = real(3.0, 0.0, low_open=True)
+    kappa_a: float = real(2.0, 0.0, low_open=True)
+    p_a: float = real(0.6, 0.0, 1.0, high_open=True)
+    K: float = real(0.5, 0.0, 0.5)  # Eq. (4): K <= 1/2
+    l_tr: int = integer(20, 1)
 
-    def __post_init__(self) -> None:
-        check_int("M1", self.M1, 3)  # Condition 1's cyclic construction needs M1 >= 3
-        check_int("M2", self.M2, 1)
-        check_int("V", self.V, 1)
-        check_int("d", self.d, 1)
+    def _check(self) -> None:
         if self.d <= self.M1 + self.M2 + self.V:
             raise ValueError(
                 f"d must exceed M1 + M2 + V = {self.M1 + self.M2 + self.V} so that all patterns are "
                 f"orthogonal (§3.2 asks M1 + M2 < d, and the outliers are orthogonal to both); got d = {self.d}"
             )
-        check_real("beta", self.beta, 1.0)  # §3.2: beta >= 1
-        check_real("outlier_norm", self.outlier_norm, 0.0, low_open=True)
-        check_real("kappa_a", self.kappa_a, 0.0, low_open=True)
-        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
-        check_real("K", self.K, 0.0, 0.5)  # Eq. (4): K <= 1/2
-        check_int("l_tr", self.l_tr, 1)
 
 
 @dataclass(frozen=True)
-class TestConfig:
+class TestConfig(Config):
     """Test prompts: Eq. (5) and Definition 2, with the labelling rule and placement of §4.1."""
 
     __test__ = False  # not a pytest test class, though its name starts with "Test"
 
-    l_ts: int = 20
-    alpha: float = 0.0
-    kappa_a_prime: float = 2.0
-    K_prime: float = 1.5
-    rule: str = "A"
-    placement: str = "random"
-    target_label: int = 1
+    l_ts: int = integer(20, 1)
+    alpha: float = real(0.0, 0.0, 1.0, high_open=True)
+    kappa_a_prime: float = real(2.0, 0.0, low_open=True)
+    K_prime: float = real(1.5, 1.0, low_open=True)  # Eq. (5): K' > 1
+    rule: str = choice("A", RULES)
+    placement: str = choice("random", PLACEMENTS)
+    target_label: int = choice(1, (1, -1))
     v_coeffs: tuple = V_PRIME_SECTION_4_1
-    L: float = 0.3
+    L: float = real(0.3, 0.0, low_open=True)
 
-    def __post_init__(self) -> None:
-        check_int("l_ts", self.l_ts, 1)
-        check_real("alpha", self.alpha, 0.0, 1.0, high_open=True)
-        check_real("kappa_a_prime", self.kappa_a_prime, 0.0, low_open=True)
-        check_real("K_prime", self.K_prime, 1.0, low_open=True)  # Eq. (5): K' > 1
-        check_choice("rule", self.rule, RULES)
-        check_choice("placement", self.placement, PLACEMENTS)
-        check_choice("target_label", self.target_label, (1, -1))
-        check_real("L", self.L, 0.0, low_open=True)
-        self._check_v_coeffs()
-
-    def _check_v_coeffs(self) -> None:
+    def _check(self) -> None:
         rows = self.v_coeffs
         if not isinstance(rows, tuple) or len(rows) == 0 or not all(isinstance(r, tuple) and r for r in rows):
             raise ValueError(f"v_coeffs must be a non-empty tuple of non-empty tuples of reals; got {rows!r}")
@@ -229,51 +268,37 @@ class TestConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Config):
     """One run of the training loop :func:`mambaicl.train.fit`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
 
     ``delta`` and ``m`` set the initialisation of the one-layer models of Section 2.
     """
 
-    lr: float = 0.1
-    batch_size: int = 64
-    steps: int = 1000
-    delta: float = 0.2
-    m: int = 31
-    optimizer: str = "sgd"
-    loss: str = "hinge"
-
-    def __post_init__(self) -> None:
-        check_real("lr", self.lr, 0.0, 1.0, low_open=True)  # Theorems 1 and 3: eta <= 1
-        check_int("batch_size", self.batch_size, 1)
-        check_int("steps", self.steps, 0)
-        check_real("delta", self.delta, 0.0, 0.2, low_open=True)  # Section 2: delta in (0, 0.2]
-        check_int("m", self.m, 1)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_choice("loss", self.loss, LOSSES)
+    lr: float = real(0.1, 0.0, 1.0, low_open=True)  # Theorems 1 and 3: eta <= 1
+    batch_size: int = integer(64, 1)
+    steps: int = integer(1000, 0)
+    delta: float = real(0.2, 0.0, 0.2, low_open=True)  # Section 2: delta in (0, 0.2]
+    m: int = integer(31, 1)
+    optimizer: str = choice("sgd", OPTIMIZERS)
+    loss: str = choice("hinge", LOSSES)
 
 
 @dataclass(frozen=True)
-class DeepConfig:
+class DeepConfig(Config):
     """A residual stack of ``n_layers`` layers of one kind (:func:`mambaicl.models.build_model` with
     ``n_layers``): the paper's three-layer models of §4.1-4.2 and App. 8."""
 
-    kind: str = "mamba"
-    n_layers: int = 3
-    n_heads: int = 1
-    d_model: int = 64
-    d_state: int = 16
-    delta: float = 0.2
-    norm: str = "rms"
+    kind: str = choice("mamba", DEEP_KINDS)
+    n_layers: int = integer(3, 1)
+    n_heads: int = integer(1, 1)
+    d_model: int = integer(64, 1)
+    d_state: int = integer(16, 1)
+    delta: float = real(0.2, 0.0, 1.0, low_open=True)
+    norm: str = choice("rms", ("rms", "none"))
 
-    def __post_init__(self) -> None:
-        check_choice("kind", self.kind, DEEP_KINDS)
-        check_int("n_layers", self.n_layers, 1)
-        check_int("n_heads", self.n_heads, 1, 1 if self.kind == "mamba1" else None)
-        check_int("d_model", self.d_model, 1)
-        check_int("d_state", self.d_state, 1)
-        check_real("delta", self.delta, 0.0, 1.0, low_open=True)
-        check_choice("norm", self.norm, ("rms", "none"))
+    def _check(self) -> None:
+        if self.kind == "mamba1":
+            check_int("n_heads", self.n_heads, 1, 1)  # a Mamba-1 block has no heads
 
     def model_kwargs(self) -> dict:
         """Keyword arguments of :func:`mambaicl.models.build_model` for this stack."""

@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from ..config import check_int
+from ..config import Config, check_int, integer
 from ..models import build_model
 from ..models.gated_attention import attention_scores, gate_naive, mamba_output
 from ..models.recurrence import selective_scan
@@ -35,25 +35,21 @@ DEFAULT_SEEDS = (0,)
 
 
 @dataclass(frozen=True)
-class TimingPreset:
+class TimingPreset(Config):
     """Prompt lengths ``ls`` (state size ``m = l + 1``, Section 2), data dimension, batch, repeats, threads."""
 
     name: str
     ls: tuple = (20, 200, 2000)
-    d: int = 30
-    batch: int = 1
-    repeats: int = 5
-    threads: int = 1
+    d: int = integer(30, 1)
+    batch: int = integer(1, 1)
+    repeats: int = integer(5, 1)
+    threads: int = integer(1, 1)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if not self.ls:
             raise ValueError("ls must hold at least one prompt length")
         for i, l in enumerate(self.ls):
             check_int(f"ls[{i}]", l, 1)
-        check_int("d", self.d, 1)
-        check_int("batch", self.batch, 1)
-        check_int("repeats", self.repeats, 1)
-        check_int("threads", self.threads, 1)
 
 
 FORMS = TimingPreset(name="forms")
