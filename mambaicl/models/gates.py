@@ -29,6 +29,12 @@ __all__ = [
     "retnet_gate",
     "gated_retention_log_decay",
     "gated_retention_gate",
+    "suffix_after",
+    "decay_gate_from_log_decays",
+    "mamba2_gate_from_logits",
+    "gated_retention_gate_from_logits",
+    "retnet_gate_any",
+    "gla_gate_from_logits",
 ]
 
 
@@ -79,3 +85,70 @@ def gated_retention_log_decay(P: torch.Tensor, w: torch.Tensor, tau: float) -> t
 def gated_retention_gate(P: torch.Tensor, w: torch.Tensor, tau: float) -> torch.Tensor:
     """Gated retention's gate ``G_{i,L}(w) = prod_{j>i} sigma(w^T p_j)^{1/tau}`` (App. 12), ``(batch, L)``."""
     return gate_from_log_decays(gated_retention_log_decay(P, w, tau))
+
+
+# ---------------------------------------------------------------- any leading shape (seed-stacked models)
+#
+# The functions above take one batch ``(batch, L)``. The gated-linear-attention stack of
+# :mod:`mambaicl.models.gla` works on ``(S, batch, L)`` logits (seeds stacked); the forms below act
+# on the last axis of any shape. Each ``*_from_logits`` has its plain twin in the tests (a loop over
+# ``j > i``, and the functions above on the same numbers).
+
+
+def suffix_after(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``sum_{j>i} x_j`` along axis ``dim``, any shape (a reverse cumulative sum, O(L), no subtraction)."""
+    suffix = torch.flip(torch.cumsum(torch.flip(x, [dim]), dim), [dim])  # sum_{j>=i}
+    return torch.cat([suffix.narrow(dim, 1, x.shape[dim] - 1), torch.zeros_like(suffix.narrow(dim, 0, 1))], dim=dim)
+
+
+def decay_gate_from_log_decays(log_gamma: torch.Tensor) -> torch.Tensor:
+    """``G_i = prod_{j>i} gamma_j`` from ``log gamma`` ``(..., L)``: :func:`gate_from_log_decays` for any shape."""
+    return torch.exp(suffix_after(log_gamma))
+
+
+def mamba2_gate_from_logits(logits: torch.Tensor, a: torch.Tensor, input_step: bool) -> torch.Tensor:
+    """Mamba-2's gate from ``x_j = w^T p_j`` ``(..., L)`` and the scalar ``a`` (broadcast over ``(..., L)``).
+
+    ``log gamma_j = -softplus(x_j) e^a`` (App. 12). With ``input_step=False`` this is App. 12's form,
+    ``G_i = prod_{j>i} gamma_j`` (the token's own weight is 1); with ``input_step=True`` the token is
+    also scaled by its own step ``Delta_i = softplus(x_i)``, as in the Mamba-2 recurrence
+    ``h_i = exp(Delta_i A) h_{i-1} + Delta_i B_i x_i`` (Dao and Gu, 2024):
+    ``G_i = Delta_i prod_{j>i} exp(-Delta_j e^a)``.
+    """
+    step = F_.softplus(logits)  # (..., L): Delta_j
+    log_G = suffix_after(-step * torch.exp(a))
+    if input_step:
+        log_G = log_G + torch.log(step)
+    return torch.exp(log_G)
+
+
+def gated_retention_gate_from_logits(logits: torch.Tensor, tau: float) -> torch.Tensor:
+    """Gated retention's ``G_i = prod_{j>i} sigma(x_j)^{1/tau}`` (App. 12) from logits ``(..., L)``."""
+    if not tau > 0:
+        raise ValueError(f"tau must be positive; got {tau!r}")
+    return decay_gate_from_log_decays(F_.logsigmoid(logits) / tau)
+
+
+def retnet_gate_any(shape: tuple, gamma: float, dtype=torch.float64, device=None) -> torch.Tensor:
+    """RetNet's ``G_i = gamma^{L-i}`` (``i = 1..L``, App. 12) broadcast to ``shape = (..., L)``."""
+    if not (0 < gamma <= 1):
+        raise ValueError(f"gamma must lie in (0, 1]; got {gamma!r}")
+    L = shape[-1]
+    dist = torch.arange(L - 1, -1, -1, dtype=dtype, device=device)  # (L,): L - i
+    return (gamma ** dist).expand(*shape)
+
+
+def gla_gate_from_logits(logits: torch.Tensor, tau: float, recurrent: bool) -> torch.Tensor:
+    """Channel-wise gates of gated linear attention from ``x_{j,c} = (W_alpha p_j)_c`` ``(..., L, m)``.
+
+    ``recurrent=True``: the GLA recurrence ``h_i = h_{i-1} diag(alpha_i) + v_i k_i^T`` with
+    ``alpha_i = sigma(x_i)^{1/tau}`` unrolls to ``G_{i,c} = prod_{j>i} alpha_{j,c}`` (Yang et al., 2024;
+    App. 12's first display). ``recurrent=False``: App. 12's output formula, which gates each key by its
+    *own* ``sigma(x_{i,c})^{1/tau}`` (``G_{i,c} = alpha_{i,c}``), a different model.
+    """
+    if not tau > 0:
+        raise ValueError(f"tau must be positive; got {tau!r}")
+    log_alpha = F_.logsigmoid(logits) / tau  # (..., L, m)
+    if not recurrent:
+        return torch.exp(log_alpha)
+    return torch.exp(suffix_after(log_alpha, dim=-2))

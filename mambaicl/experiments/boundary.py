@@ -1,0 +1,240 @@
+"""The robustness boundary of Theorems 2(c) and 4(c): test error over alpha and p_a l_tr / l_ts.
+
+Glossary (code name -> paper symbol):
+
+==================  ====================================================================
+``p_as``            training outlier fractions ``p_a`` (Eq. (4)); one model per value and seed
+``l_tss``           test prompt lengths ``l_ts`` (Definition 2); ``l_tr`` is Figure 2's
+``ratio``           ``r = p_a l_tr / l_ts``; Theorem 2(c): Mamba generalises for ``alpha < min(1, r)``;
+                    Theorem 4(c): the linear Transformer for ``alpha < 1/2``
+``alphas``          test outlier fractions ``alpha``
+``level``           the error level that defines the measured boundary: ``alpha*`` is the
+                    ``alpha`` at which a seed's test error first reaches ``level`` (linear
+                    interpolation between grid points; :func:`crossing_alpha`)
+``censored``        the error never reached ``level`` on the grid: ``alpha* >= max(alphas)``
+==================  ====================================================================
+
+**Design.** ``p_a`` is varied in training and ``l_ts`` at test time, separately, so that the ratio
+``r`` takes values that several ``(p_a, l_ts)`` pairs share: an effect of ``r`` itself cannot be
+confused with an effect of ``p_a`` or of ``l_ts``. Everything else is Figure 2's
+(:data:`mambaicl.experiments.fig2.FIG2`: data, test shift with ``kappa_a' = kappa_a / L``, step
+sizes per model, read when the preset is built).
+
+**Batched over p_a.** All ``p_a`` values of one model kind train as one
+:class:`mambaicl.models.OneLayerStack` of ``len(p_as) * S`` members (member ``j S + s``: ``p_a`` number
+``j``, seed ``s``). Member ``(j, s)`` draws its initial values from ``(s, "init")`` and its training
+prompts from ``(s, "train")``: a Definition 1 prompt is a deterministic function of its uniforms,
+and :func:`grid_sampler` replays the same uniforms for every ``p_a`` (the generator state is saved
+and restored), so each member sees exactly the prompts a run of that seed and ``p_a`` alone would
+see (tested). Test prompts come from ``(s, "test/boundary/<l_ts>/<alpha>")`` and are the same for
+every ``p_a`` and model (paired comparisons).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from ..analysis.stats import error_mean_se, mean_se
+from ..analysis.theory import alpha_threshold_lt, alpha_threshold_mamba
+from ..config import (ONE_LAYER_KINDS, RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
+                      check_reals, to_dict)
+from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
+from ..data.multiclass import concat_prompts
+from ..evaluate import predict, zero_one_error
+from ..models import build_model
+from ..seeding import torch_generators
+from ..train import fit, fit_kwargs
+from . import fig2
+from .base import Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["NAME", "DESCRIPTION", "BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+           "BoundaryResult", "crossing_alpha", "grid_sampler", "train_grid", "run"]
+
+NAME = "boundary"
+DESCRIPTION = ("Theorems 2(c)/4(c): test error over alpha and p_a l_tr / l_ts (p_a and l_ts varied separately), "
+               "measured robustness boundary against the predicted ones")
+DEFAULT_SEEDS = (0, 1, 2)
+
+
+@dataclass(frozen=True)
+class BoundaryPreset:
+    """A phase diagram: models, the ``p_a`` x ``l_ts`` grid, the alpha grid, the boundary level."""
+
+    name: str
+    p_as: tuple = (0.2, 0.35, 0.5, 0.65, 0.8)
+    l_tss: tuple = (10, 20, 30, 40, 60)
+    alphas: tuple = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+    models: tuple = ("mamba", "mamba_merged", "linear")
+    level: float = 0.25
+    rule: str = "A"
+    n_test: int = 600
+    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
+    test: TestConfig = field(default_factory=lambda: fig2.FIG2.test)
+    train: dict = field(default_factory=lambda: dict(fig2.FIG2.train))
+    pattern_seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_reals("p_as", self.p_as, 0.0, 1.0, high_open=True)
+        if len(set(self.p_as)) != len(self.p_as):
+            raise ValueError(f"p_as must be distinct; got {self.p_as!r}")
+        if isinstance(self.l_tss, (str, bytes)) or not isinstance(self.l_tss, tuple) or not self.l_tss:
+            raise ValueError(f"l_tss must be a non-empty tuple of test prompt lengths; got {self.l_tss!r}")
+        for i, l in enumerate(self.l_tss):
+            check_int(f"l_tss[{i}]", l, 1)
+        if len(set(self.l_tss)) != len(self.l_tss):
+            raise ValueError(f"l_tss must be distinct; got {self.l_tss!r}")
+        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True, min_len=2)
+        if list(self.alphas) != sorted(set(self.alphas)):
+            raise ValueError(f"alphas must be increasing; got {self.alphas!r}")
+        if not self.models:
+            raise ValueError("models must name at least one one-layer kind")
+        for i, k in enumerate(self.models):
+            check_choice(f"models[{i}]", k, ONE_LAYER_KINDS)
+            if not isinstance(self.train.get(k), TrainConfig):
+                raise ValueError(f"train must hold a TrainConfig for model {k!r}; got {self.train.get(k)!r}")
+        check_real("level", self.level, 0.0, 1.0, low_open=True, high_open=True)
+        check_choice("rule", self.rule, RULES)
+        check_int("n_test", self.n_test, 1, 4000)
+        check_int("pattern_seed", self.pattern_seed, 0)
+
+    def ratio(self, p_a: float, l_ts: int) -> float:
+        """``r = p_a l_tr / l_ts``."""
+        return p_a * self.data.l_tr / l_ts
+
+
+#: "theorems": 5 training p_a x 5 test l_ts (r from 0.067 to 1.6), 11 alphas up to 0.95, the three
+#: one-layer models with Figure 2's settings; boundary at error 0.25 (halfway from perfect to chance)
+THEOREMS = BoundaryPreset(name="theorems")
+#: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
+TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40), alphas=(0.0, 0.5, 0.9),
+                           models=("mamba", "linear"), n_test=200,
+                           train={k: dataclasses.replace(v, steps=40) for k, v in fig2.FIG2.train.items()})
+PRESETS = {"theorems": THEOREMS, "tiny": TINY}
+DEFAULT_PRESET = "theorems"
+
+
+def crossing_alpha(alphas, errors, level: float) -> float:
+    """The ``alpha`` at which ``errors`` first reaches ``level``, interpolated linearly between the last grid
+    point below and the first at or above; ``alphas[0]`` if already there; ``nan`` if never (censored)."""
+    if len(alphas) != len(errors) or not len(alphas):
+        raise ValueError(f"alphas and errors must be non-empty and aligned; got {len(alphas)} and {len(errors)}")
+    for i, (a, e) in enumerate(zip(alphas, errors)):
+        if e >= level:
+            if i == 0:
+                return float(a)
+            a0, e0 = alphas[i - 1], errors[i - 1]
+            return float(a0 + (level - e0) / (e - e0) * (a - a0))
+    return float("nan")
+
+
+def grid_sampler(pat: Patterns, datas, tasks: torch.Tensor):
+    """``sample_batch`` for :func:`mambaicl.train.fit` (``seed=list(seeds)``) that draws one batch per seed and
+    replays its uniforms for every data config of ``datas``: ``(len(datas) S, batch, ...)`` prompts, config-major."""
+    datas = list(datas)
+
+    def sample(batch: int, generators):
+        generators = list(generators)
+        start = [g.get_state() for g in generators]
+        parts = []
+        for data in datas:
+            for g, st in zip(generators, start):
+                g.set_state(st)
+            parts.append(training_prompts(pat, data, tasks, batch, generators))
+        pr = concat_prompts(parts)
+        return pr, pr.z
+
+    return sample
+
+
+def train_grid(preset: BoundaryPreset, kind: str, pat: Patterns, seeds, *, device=None, progress: bool = False):
+    """One stack of ``len(p_as) S`` models of ``kind`` (member ``j S + s``), trained; ``(stack, history)``."""
+    seeds = resolve_seeds(seeds)
+    tr = preset.train[check_choice("kind", kind, preset.models)]
+    gens = [g for _ in preset.p_as for g in torch_generators(seeds, "init")]
+    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=gens, dtype=pat.mu.dtype,
+                        device=resolve_device(device))
+    datas = [dataclasses.replace(preset.data, p_a=float(p)) for p in preset.p_as]
+    hist = fit(stack, grid_sampler(pat, datas, training_tasks(preset.data.M1)), seed=list(seeds), progress=progress,
+               **fit_kwargs(tr))
+    return stack, hist
+
+
+@dataclass
+class BoundaryResult(Result):
+    """Errors on the (p_a, l_ts, alpha) grid and the measured boundaries, per model (mean, per seed, SE)."""
+
+    preset: str
+    seeds: list
+    p_as: list
+    l_tss: list
+    alphas: list
+    l_tr: int
+    level: float
+    n_test: int
+    ratio: list  # ratio[j][k] = p_a[j] l_tr / l_ts[k]
+    predicted_mamba: list  # [j][k]: min(1, ratio), Theorem 2(c)
+    predicted_linear: float  # 1/2, Theorem 4(c)
+    errors: dict  # errors[model][j][k][i]: mean over seeds
+    errors_se: dict
+    errors_per_seed: dict  # [model][j][k][s][i]
+    boundary: dict  # boundary[model][j][k]: {"per_seed", "censored", "mean", "se"}
+    config: dict
+    models: dict = internal()
+    spec: BoundaryPreset = internal()
+
+
+def _boundary_stats(per_seed: list, alpha_max: float) -> dict:
+    """Mean and SE of per-seed crossings; a censored seed counts as ``alpha_max`` (so the mean is a lower bound)."""
+    censored = [math.isnan(a) for a in per_seed]
+    vals = [alpha_max if c else a for a, c in zip(per_seed, censored)]
+    m, se = mean_se(vals)
+    return {"per_seed": vals, "censored": censored, "mean": m, "se": 0.0 if math.isnan(se) else se}
+
+
+def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> BoundaryResult:
+    """Train every model at every ``p_a`` (all seeds at once), test on the ``(l_ts, alpha)`` grid, find the boundaries."""
+    seeds = resolve_seeds(seeds)
+    S, J = len(seeds), len(preset.p_as)
+    pat = fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+    tasks = all_tasks(preset.data.M1)
+    trained = {k: train_grid(preset, k, pat, seeds, device=device, progress=progress)[0] for k in preset.models}
+    # err[kind][j][k][s][i]
+    err = {kind: [[[[0.0] * len(preset.alphas) for _ in range(S)] for _ in preset.l_tss] for _ in range(J)]
+           for kind in preset.models}
+    for k, l_ts in enumerate(preset.l_tss):
+        for i, a in enumerate(preset.alphas):
+            test = dataclasses.replace(preset.test, l_ts=int(l_ts), alpha=float(a), rule=preset.rule)
+            gens = [g for _ in range(J) for g in torch_generators(seeds, f"test/boundary/{int(l_ts)}/{float(a)}")]
+            pr = test_prompts(pat, test, tasks, preset.n_test, gens)  # (J S, n, ...), the same for every p_a
+            for kind, stack in trained.items():
+                F = predict(stack, pr)  # (J S, n)
+                for j in range(J):
+                    for s in range(S):
+                        err[kind][j][k][s][i] = zero_one_error(F[j * S + s], pr.z[j * S + s])
+    errors, ses, bound = {}, {}, {}
+    amax = float(preset.alphas[-1])
+    for kind in preset.models:
+        errors[kind], ses[kind], bound[kind] = [], [], []
+        for j in range(J):
+            row_m, row_se, row_b = [], [], []
+            for k in range(len(preset.l_tss)):
+                cell = err[kind][j][k]  # [s][i]
+                stats = [error_mean_se([cell[s][i] for s in range(S)], preset.n_test) for i in range(len(preset.alphas))]
+                row_m.append([m for m, _ in stats])
+                row_se.append([se for _, se in stats])
+                row_b.append(_boundary_stats([crossing_alpha(preset.alphas, cell[s], preset.level) for s in range(S)],
+                                             amax))
+            errors[kind].append(row_m)
+            ses[kind].append(row_se)
+            bound[kind].append(row_b)
+    ratio = [[preset.ratio(p, l) for l in preset.l_tss] for p in preset.p_as]
+    return BoundaryResult(preset=preset.name, seeds=list(seeds), p_as=list(preset.p_as), l_tss=list(preset.l_tss),
+                          alphas=list(preset.alphas), l_tr=preset.data.l_tr, level=preset.level, n_test=preset.n_test,
+                          ratio=ratio,
+                          predicted_mamba=[[alpha_threshold_mamba(p, preset.data.l_tr, l) for l in preset.l_tss]
+                                           for p in preset.p_as],
+                          predicted_linear=alpha_threshold_lt(), errors=errors, errors_se=ses, errors_per_seed=err,
+                          boundary=bound, config=to_dict(preset), models=trained, spec=preset)

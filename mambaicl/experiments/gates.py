@@ -1,0 +1,264 @@
+"""Which gates give robustness (App. 12): one-layer gated linear attention with each gate family on Figure 2's task.
+
+Glossary (code name -> paper symbol):
+
+================  =====================================================================
+``GatesPreset``   Figure 2's data and test shift (rule A), one :class:`GateConfig` per family,
+                  one :class:`TrainConfig` per family (same steps and batch: the same budget)
+``families``      gate families of :mod:`mambaicl.models.gla` (App. 12 + the real Mamba-2 / GLA)
+``alphas``        test outlier fractions ``alpha``; ``n_test`` test prompts per (family, alpha, seed)
+``gate_alpha``    ``alpha`` of the prompts on which the learned gates are read (0.3, §4.1's gate figure)
+``gate_outlier``  median gate ``G_{i,l+1}`` of outlier / clean context examples, per seed
+``gate_profile``  median gate by distance from the query (1 = adjacent), clean and outlier, per seed
+================  =====================================================================
+
+Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")``, is tested on
+``(s, "test/A/<alpha>")`` (Figure 2's streams: every family of a seed sees the same prompts, and
+``"mamba"`` / ``"none"`` are bit-for-bit Figure 2's Mamba and linear Transformer when the
+budgets agree) and its gates are read on ``(s, "gates")``. Patterns: Figure 2's.
+
+Step sizes: ``"mamba"`` and ``"none"`` take Figure 2's (``fig2.FIG2.train``, read when this module
+is imported); the others come from :func:`eta_search` (lowest validation hinge loss on Definition 1
+prompts, the training distribution, over ``(0.01, 0.03, 0.1, 0.3, 1.0)``, 3 seeds), recorded in
+:data:`SEARCHED_LR`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+from ..analysis.stats import error_mean_se, mean_se
+from ..config import DataConfig, TestConfig, TrainConfig, check_int, check_real, check_reals, to_dict
+from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
+from ..evaluate import model_error, predict, zero_one_error
+from ..models.gla import GATE_FAMILIES, GateConfig, build_gla
+from ..seeding import torch_generators
+from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
+from . import fig2
+from .base import Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["NAME", "DESCRIPTION", "GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
+           "DEFAULT_SEEDS", "GatesResult", "train_family", "gate_statistics", "run", "eta_search", "GateEtaSearch"]
+
+NAME = "gates"
+DESCRIPTION = ("App. 12: one-layer gated linear attention with each gate family (Mamba, Mamba-2, gated "
+               "retention, RetNet, GLA, none) on Figure 2's task, error against alpha and learned gates")
+DEFAULT_SEEDS = (0, 1, 2)
+
+#: step sizes of the families that Figure 2 does not train, from :func:`eta_search` (3 seeds, 1000 steps)
+SEARCHED_LR = {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retnet": 0.01, "gla": 0.3,
+               "gla_app12": 0.3}
+
+
+@dataclass(frozen=True)
+class GatesPreset:
+    """One gate comparison: Figure 2's data and rule-A test shift, a gate per family, the same budget for all."""
+
+    name: str
+    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
+    test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
+    gates: tuple = ()
+    train: dict = field(default_factory=dict)
+    alphas: tuple = tuple(round(0.1 * i, 1) for i in range(10))
+    n_test: int = 2000
+    gate_alpha: float = 0.3
+    n_gate: int = 512
+    pattern_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.gates or not all(isinstance(g, GateConfig) for g in self.gates):
+            raise ValueError(f"gates must be a non-empty tuple of GateConfig; got {self.gates!r}")
+        fams = [g.family for g in self.gates]
+        if len(set(fams)) != len(fams):
+            raise ValueError(f"gates must name each family once; got {fams}")
+        if not isinstance(self.train, dict) or set(self.train) != set(fams):
+            raise ValueError(f"train must map every family of gates {fams} to a TrainConfig; got {self.train!r}")
+        for fam, tr in self.train.items():
+            if not isinstance(tr, TrainConfig):
+                raise ValueError(f"train[{fam!r}] must be a TrainConfig; got {tr!r}")
+            if tr.m < self.data.d:
+                raise ValueError(f"train[{fam!r}].m must be >= data.d = {self.data.d}; got {tr.m}")
+        budgets = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.train.values()}
+        if len(budgets) != 1:
+            raise ValueError(f"train must give every family the same budget (steps, batch_size, optimizer, "
+                             f"loss); got {sorted(budgets)}")
+        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
+        check_int("n_test", self.n_test, 1)
+        check_real("gate_alpha", self.gate_alpha, 0.0, 1.0, low_open=True, high_open=True)
+        check_int("n_gate", self.n_gate, 1)
+        check_int("pattern_seed", self.pattern_seed, 0)
+
+    @property
+    def families(self) -> tuple:
+        return tuple(g.family for g in self.gates)
+
+    def gate(self, family: str) -> GateConfig:
+        return {g.family: g for g in self.gates}[family]
+
+
+def _lrs() -> dict:
+    return {"mamba": fig2.FIG2.train["mamba"].lr, "none": fig2.FIG2.train["linear"].lr, **SEARCHED_LR}
+
+
+def _app12() -> GatesPreset:
+    base = fig2.FIG2.train["mamba"]
+    lrs = _lrs()
+    gates = tuple(GateConfig(family=f) for f in GATE_FAMILIES)
+    return GatesPreset(name="app12", gates=gates,
+                       train={f: dataclasses.replace(base, lr=lrs[f]) for f in GATE_FAMILIES})
+
+
+#: "app12": every family of :data:`mambaicl.models.gla.GATE_FAMILIES` with Figure 2's budget
+#: (``T = 1000``, ``B = 64``, SGD on the hinge loss), RetNet's ``gamma = 1 - 2^-5``, ``tau = 1``.
+APP12 = _app12()
+#: "tiny": a seconds-long smoke test (CLI tests); not a result of the book.
+TINY = dataclasses.replace(APP12, name="tiny", gates=tuple(g for g in APP12.gates if g.family in ("mamba", "retnet",
+                                                                                                  "none")),
+                           train={f: dataclasses.replace(APP12.train[f], steps=40) for f in ("mamba", "retnet", "none")},
+                           alphas=(0.0, 0.8), n_test=300, n_gate=64)
+PRESETS = {"app12": APP12, "tiny": TINY}
+DEFAULT_PRESET = "app12"
+
+
+def patterns(preset: GatesPreset) -> Patterns:
+    """Figure 2's patterns (stream ``(pattern_seed, "patterns")``)."""
+    return fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+
+
+def train_family(preset: GatesPreset, family: str, pat: Patterns, seeds, *, device=None, progress: bool = False):
+    """One :class:`GLAStack` of ``family`` per seed, trained on Definition 1 prompts; ``(stack, history)``."""
+    seeds = resolve_seeds(seeds)
+    tr = preset.train[family]
+    stack = build_gla(preset.gate(family), preset.data.d, m=tr.m, delta=tr.delta,
+                      generators=torch_generators(seeds, "init"), dtype=pat.mu.dtype, device=resolve_device(device))
+    hist = fit(stack, synthetic_sampler(pat, preset.data, training_tasks(preset.data.M1)), seed=list(seeds),
+               progress=progress, **fit_kwargs(tr))
+    return stack, hist
+
+
+@torch.no_grad()
+def gate_statistics(stack, pr) -> dict:
+    """Medians of the learned gates on stacked prompts ``pr`` ``(S, batch, ...)``, per seed.
+
+    Returns ``{"outlier": [S], "clean": [S], "profile_clean": [S][l], "profile_outlier": [S][l]}``:
+    the median ``G_{i,l+1}`` over outlier / clean context examples, and by distance from the query
+    (index ``k`` is distance ``k + 1``; ``nan`` where no example of that class sits at that distance).
+    """
+    G = predict_gates(stack, pr)  # (S, batch, l)
+    out = {"outlier": [], "clean": [], "profile_clean": [], "profile_outlier": []}
+    l = pr.l
+    for s in range(G.shape[0]):
+        g, o = G[s], pr.outlier[s]
+        out["outlier"].append(_median(g[o]))
+        out["clean"].append(_median(g[~o]))
+        # column l-1-k is distance k+1 from the query
+        out["profile_clean"].append([_median(g[:, l - 1 - k][~o[:, l - 1 - k]]) for k in range(l)])
+        out["profile_outlier"].append([_median(g[:, l - 1 - k][o[:, l - 1 - k]]) for k in range(l)])
+    return out
+
+
+def predict_gates(stack, pr) -> torch.Tensor:
+    """The gates of the context examples (the query dropped), ``(S, batch, l)``, on the stack's device."""
+    dev = next(stack.parameters()).device
+    return stack.gate(pr.to(dev))[..., :-1].cpu()
+
+
+def _median(x: torch.Tensor) -> float:
+    return float(x.median()) if x.numel() else float("nan")
+
+
+@dataclass
+class GatesResult(Result):
+    """Errors against alpha (rule A) and learned-gate medians, per family (mean, per seed, SE)."""
+
+    preset: str
+    seeds: list
+    families: list
+    alphas: list
+    n_test: int
+    errors: dict  # errors[family][i]: mean over seeds at alphas[i]
+    errors_per_seed: dict  # errors_per_seed[family][s][i]
+    errors_se: dict
+    gate_alpha: float
+    gate_outlier: dict  # gate_outlier[family]: {"per_seed", "mean", "se"} (median gate of outlier examples)
+    gate_clean: dict
+    gate_profile: dict  # gate_profile[family]: {"clean": [S][l], "outlier": [S][l]}
+    final_train_loss: dict
+    config: dict
+    models: dict = internal()
+    histories: dict = internal()
+    spec: GatesPreset = internal()
+
+
+def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> GatesResult:
+    """Train every family for every seed, sweep alpha (rule A) and read the gates at ``gate_alpha``."""
+    seeds = resolve_seeds(seeds)
+    pat = patterns(preset)
+    tasks = all_tasks(preset.data.M1)
+    gate_test = dataclasses.replace(preset.test, alpha=preset.gate_alpha)
+    gate_pr = test_prompts(pat, gate_test, tasks, preset.n_gate, torch_generators(seeds, "gates"))
+    errors, per_seed, ses, g_out, g_clean, profile, final, models, hists = ({} for _ in range(9))
+    for fam in preset.families:
+        stack, hist = train_family(preset, fam, pat, seeds, device=device, progress=progress)
+        rows = []  # [alpha][seed]
+        for a in preset.alphas:
+            test = dataclasses.replace(preset.test, alpha=float(a))
+            pr = test_prompts(pat, test, tasks, preset.n_test, torch_generators(seeds, f"test/{test.rule}/{float(a)}"))
+            F = predict(stack, pr)  # (S, n)
+            rows.append([zero_one_error(F[s], pr.z[s]) for s in range(len(seeds))])
+        stats = [error_mean_se(r, preset.n_test) for r in rows]
+        errors[fam], ses[fam] = [m for m, _ in stats], [se for _, se in stats]
+        per_seed[fam] = [[rows[i][s] for i in range(len(rows))] for s in range(len(seeds))]
+        gs = gate_statistics(stack, gate_pr)
+        for key, dest in (("outlier", g_out), ("clean", g_clean)):
+            m, se = mean_se(gs[key])
+            dest[fam] = {"per_seed": gs[key], "mean": m, "se": 0.0 if se != se else se}
+        profile[fam] = {"clean": gs["profile_clean"], "outlier": gs["profile_outlier"]}
+        final[fam] = sum(hist.loss[-1]) / len(hist.loss[-1])
+        models[fam], hists[fam] = stack, hist
+    return GatesResult(preset=preset.name, seeds=list(seeds), families=list(preset.families),
+                       alphas=list(preset.alphas), n_test=preset.n_test, errors=errors, errors_per_seed=per_seed,
+                       errors_se=ses, gate_alpha=preset.gate_alpha, gate_outlier=g_out, gate_clean=g_clean,
+                       gate_profile=profile, final_train_loss=final, config=to_dict(preset), models=models,
+                       histories=hists, spec=preset)
+
+
+@dataclass
+class GateEtaSearch(Result):
+    """Validation hinge loss and 0-1 error (mean over seeds) of each step size for one family."""
+
+    family: str
+    lrs: list
+    seeds: list
+    hinge: list  # inf where a seed diverged
+    error: list
+    best: float
+
+
+def eta_search(preset: GatesPreset, family: str, lrs=(0.01, 0.03, 0.1, 0.3, 1.0), seeds=(0, 1, 2),
+               n_val: int = 4000) -> GateEtaSearch:
+    """The step size of ``family`` with the lowest validation hinge loss on Definition 1 prompts (training
+    tasks, stream ``(seed, "validation")``) after the preset's budget; like :func:`fig2.eta_search`."""
+    seeds = resolve_seeds(seeds)
+    lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
+    if family not in preset.families:
+        raise ValueError(f"family must be one of the preset's {preset.families}; got {family!r}")
+    pat = patterns(preset)
+    val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val, torch_generators(seeds, "validation"))
+    hinge, error = [], []
+    for lr in lrs:
+        pre = dataclasses.replace(preset, train={**preset.train, family: dataclasses.replace(preset.train[family], lr=lr)})
+        try:
+            stack, _ = train_family(pre, family, pat, seeds)
+        except FloatingPointError:
+            hinge.append(float("inf"))
+            error.append(1.0)
+            continue
+        with torch.no_grad():
+            h = loss_per_model("hinge", predict(stack, val), val.z)
+        hinge.append(float(h.mean()) if bool(torch.isfinite(h).all()) else float("inf"))
+        error.append(sum(model_error(stack, val, val.z)) / len(seeds))
+    best = lrs[min(range(len(lrs)), key=lambda i: hinge[i])]
+    return GateEtaSearch(family=family, lrs=list(lrs), seeds=list(seeds), hinge=hinge, error=error, best=best)

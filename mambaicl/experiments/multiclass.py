@@ -1,0 +1,186 @@
+"""Multi-class in-context classification with outliers (App. 13): C = 2, 4, 8 classes from H = 1, 2, 3 levels.
+
+Glossary (code name -> paper symbol):
+
+=====================  =================================================================
+``MulticlassPreset``   Figure 2's data, test shift and step sizes; ``H`` the largest number of levels
+``levels``             the class counts reported, as numbers of levels ``H'`` (``C = 2^H'``)
+``models``             one-layer kinds; an ``H``-head model has one ``(W_B,h, W_C,h, w_h)`` per level
+                       (App. 13, Eq. (36)), stored as a :class:`OneLayerStack` of ``S H`` members
+``errors_all``         fraction of test prompts with *any* level wrong (the multi-class error)
+``errors_level``       each level's own 0-1 error
+=====================  =================================================================
+
+**Why one training run covers C = 2, 4 and 8.** The loss is App. 13's hinge loss summed over the
+levels, ``sum_h max(0, 1 - z_h F_h)``: head ``h`` reads only block ``P_h`` and enters only the term
+``h``, so its gradient involves level ``h`` alone. With the level streams of
+:mod:`mambaicl.data.multiclass` (level ``h`` of seed ``s`` always draws from the same stream) the
+first ``H'`` heads of the ``H``-level model *are* the ``H'``-level model: training it separately gives
+the same parameters (tested), and the ``C = 2`` model is Figure 2's binary model. So the preset trains
+``H = 3`` once per model kind and reads ``C = 2, 4, 8`` from its first 1, 2, 3 heads, tested on the
+same prompts (paired).
+
+Streams: head ``h`` of seed ``s`` initialises from ``(s, "init")`` (``h = 0``) or
+``(s, "init/level<h>")``; training prompts as in :func:`mambaicl.data.multiclass.multiclass_sampler`;
+test prompts ``(s, "test/multiclass/<alpha>[/level<h>]")``. Patterns: Figure 2's.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+from ..analysis.stats import error_mean_se
+from ..config import ONE_LAYER_KINDS, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_reals, to_dict
+from ..data import all_tasks, training_tasks
+from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
+from ..evaluate import predict
+from ..models import build_model
+from ..train import fit, fit_kwargs
+from . import fig2
+from .base import Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["NAME", "DESCRIPTION", "MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+           "MulticlassResult", "train_heads", "run"]
+
+NAME = "multiclass"
+DESCRIPTION = "App. 13: C = 2^H classes from H binary levels, H-head one-layer models (Eq. 36), error against alpha"
+DEFAULT_SEEDS = (0, 1, 2)
+
+
+@dataclass(frozen=True)
+class MulticlassPreset:
+    """A multi-class experiment: Figure 2's binary problem stacked ``H`` times (App. 13)."""
+
+    name: str
+    classes: tuple = (2, 4, 8)
+    models: tuple = ("mamba", "mamba_merged", "linear")
+    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
+    test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
+    train: dict = field(default_factory=lambda: dict(fig2.FIG2.train))
+    alphas: tuple = (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8)
+    n_test: int = 2000
+    pattern_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.classes, (str, bytes)) or not isinstance(self.classes, tuple) or not self.classes:
+            raise ValueError(f"classes must be a non-empty tuple of class counts C = 2^H; got {self.classes!r}")
+        for i, C in enumerate(self.classes):
+            check_int(f"classes[{i}]", C, 2, 64)
+            if C & (C - 1):
+                raise ValueError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
+                                 f"App. 13); got {C}")
+        if len(set(self.classes)) != len(self.classes):
+            raise ValueError(f"classes must be distinct; got {self.classes!r}")
+        if not self.models:
+            raise ValueError("models must name at least one one-layer kind")
+        for i, k in enumerate(self.models):
+            check_choice(f"models[{i}]", k, ONE_LAYER_KINDS)
+            if not isinstance(self.train.get(k), TrainConfig):
+                raise ValueError(f"train must hold a TrainConfig for model {k!r}; got {self.train.get(k)!r}")
+        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
+        check_int("n_test", self.n_test, 1)
+        check_int("pattern_seed", self.pattern_seed, 0)
+
+    @property
+    def levels(self) -> tuple:
+        """``H' = log2 C`` for each class count."""
+        return tuple(C.bit_length() - 1 for C in self.classes)
+
+    @property
+    def H(self) -> int:
+        """Levels of the model that is trained: the largest ``H'``."""
+        return max(self.levels)
+
+
+#: "app13": C = 2, 4, 8 (H = 3), Mamba (both parametrisations) and the linear Transformer, Figure 2's
+#: data, test shift (rule A: outlier examples' labels flipped, in their own level) and step sizes
+APP13 = MulticlassPreset(name="app13")
+#: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
+TINY = dataclasses.replace(APP13, name="tiny", classes=(2, 4), models=("mamba", "linear"),
+                           train={k: dataclasses.replace(v, steps=40) for k, v in fig2.FIG2.train.items()},
+                           alphas=(0.0, 0.8), n_test=300)
+PRESETS = {"app13": APP13, "tiny": TINY}
+DEFAULT_PRESET = "app13"
+
+
+def train_heads(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None,
+                progress: bool = False):
+    """The ``H``-head model of ``kind`` for every seed (a ``OneLayerStack`` of ``S H`` members, seed-major),
+    trained on the summed hinge loss of App. 13; ``(stack, history)``."""
+    seeds = resolve_seeds(seeds)
+    H = preset.H if H is None else check_int("H", H, 1)
+    tr = preset.train[check_choice("kind", kind, preset.models)]
+    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=level_generators(seeds, "init", H),
+                        dtype=pat.mu.dtype, device=resolve_device(device))
+    sampler = multiclass_sampler(pat, preset.data, training_tasks(preset.data.M1), H, seeds)
+    hist = fit(stack, sampler, seed=list(seeds), progress=progress, **fit_kwargs(tr))
+    return stack, hist
+
+
+@dataclass
+class MulticlassResult(Result):
+    """Multi-class error (all levels right) and per-level errors against alpha, per model and class count."""
+
+    preset: str
+    seeds: list
+    classes: list  # C for each entry of levels
+    levels: list
+    alphas: list
+    n_test: int
+    errors_all: dict  # errors_all[model][C][i]: mean over seeds
+    errors_all_per_seed: dict  # [model][C][s][i]
+    errors_all_se: dict
+    errors_level: dict  # errors_level[model][h][i]: level h+1's error, mean over seeds
+    errors_level_per_seed: dict  # [model][h][s][i]
+    independent_prediction: dict  # [model][C][i]: 1 - prod_h (1 - e_h), mean over seeds of the per-seed value
+    final_train_loss: dict
+    config: dict
+    models: dict = internal()
+    spec: MulticlassPreset = internal()
+
+
+def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> MulticlassResult:
+    """Train the ``H``-head models once per kind and test C = 2^H' for every ``H'`` of ``preset.levels``."""
+    seeds = resolve_seeds(seeds)
+    S, H = len(seeds), preset.H
+    pat = fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+    tasks = all_tasks(preset.data.M1)
+    prompts = [multiclass_test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
+                                       seeds, f"test/multiclass/{float(a)}", H) for a in preset.alphas]
+    e_all, e_all_ps, e_all_se, e_lvl, e_lvl_ps, indep, final, models = ({} for _ in range(8))
+    for kind in preset.models:
+        stack, hist = train_heads(preset, kind, pat, seeds, device=device, progress=progress)
+        models[kind], final[kind] = stack, sum(hist.loss[-1]) / len(hist.loss[-1])
+        all_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
+        ind_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
+        lvl_ps = [[[0.0] * len(preset.alphas) for _ in range(S)] for _ in range(H)]
+        for i, pr in enumerate(prompts):
+            F = predict(stack, pr).view(S, H, -1)  # (S, H, n)
+            z = pr.z.view(S, H, -1)
+            for s in range(S):
+                per_level = level_errors(F[s], z[s])
+                for h in range(H):
+                    lvl_ps[h][s][i] = per_level[h]
+                for h_used, C in zip(preset.levels, preset.classes):
+                    all_ps[C][s][i] = all_levels_error(F[s, :h_used], z[s, :h_used])
+                    keep = 1.0
+                    for e in per_level[:h_used]:
+                        keep *= 1.0 - e
+                    ind_ps[C][s][i] = 1.0 - keep
+        e_all_ps[kind] = {str(C): v for C, v in all_ps.items()}
+        e_all[kind], e_all_se[kind], indep[kind] = {}, {}, {}
+        for C, rows in all_ps.items():
+            stats = [error_mean_se([rows[s][i] for s in range(S)], preset.n_test) for i in range(len(preset.alphas))]
+            e_all[kind][str(C)] = [m for m, _ in stats]
+            e_all_se[kind][str(C)] = [se for _, se in stats]
+            indep[kind][str(C)] = [sum(ind_ps[C][s][i] for s in range(S)) / S for i in range(len(preset.alphas))]
+        e_lvl_ps[kind] = lvl_ps
+        e_lvl[kind] = [[sum(lvl_ps[h][s][i] for s in range(S)) / S for i in range(len(preset.alphas))]
+                       for h in range(H)]
+    return MulticlassResult(preset=preset.name, seeds=list(seeds), classes=list(preset.classes),
+                            levels=list(preset.levels), alphas=list(preset.alphas), n_test=preset.n_test,
+                            errors_all=e_all, errors_all_per_seed=e_all_ps, errors_all_se=e_all_se, errors_level=e_lvl,
+                            errors_level_per_seed=e_lvl_ps, independent_prediction=indep, final_train_loss=final,
+                            config=to_dict(preset), models=models, spec=preset)

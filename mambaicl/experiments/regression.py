@@ -1,0 +1,300 @@
+"""Regression with outliers: App. 14's construction and Garg et al.'s linear regression with Park et al.'s outliers.
+
+Glossary (code name -> paper symbol):
+
+==================  ====================================================================
+``App14Spec``       App. 14: Figure 2's data model and prompts (outlier examples' labels are
+                    random, Definition 1), the squared loss ``(F - z)^2 / 2``, test rule C
+                    (outlier outputs random); squared error and 0-1 error against ``alpha``
+``LinRegTask``      Garg et al. (2022): ``x ~ N(0, I_d)``, ``y = w^T x``, ``w ~ N(0, I_d)`` per
+                    prompt; each example replaced by an outlier with probability ``p_a`` (training)
+                    or ``alpha`` (test); prompt lengths drawn in ``[l_min, l_max]`` at every step
+``one_layer``       one-layer models of Eq. (3) (``OneLayerStack``, seeds batched)
+``deep``            three-layer residual stacks (``build_model(kind, d, n_layers=3, ...)``), one per seed
+``lengths``         test prompt lengths of the error-against-``l`` curve (read at ``alpha_lengths``)
+``alphas``          test outlier fractions of the error-against-``alpha`` curve (read at ``l_alphas``)
+``least squares``   ordinary least squares on the clean examples of each prompt (minimum norm when
+                    they are too few): the optimal predictor of this noiseless task that knows which
+                    examples are clean (:func:`mambaicl.data.regression.least_squares_clean`)
+==================  ====================================================================
+
+Errors of the linear-regression task are Garg et al.'s normalised squared error
+``mean (F - w^T x_query)^2 / d`` (predicting 0 scores 1).
+
+Streams: seed ``s`` initialises from ``(s, "init")`` and trains on ``(s, "train")`` (App. 14:
+Figure 2's streams) or ``(s, "train/linreg")``; test prompts ``(s, "test/app14/<alpha>")`` and
+``(s, "test/linreg/<l>/<alpha>")``, the same for every model (paired). The training length schedule
+(one length per step, shared by all seeds and models) comes from ``(schedule_seed, "lengths")``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+from ..analysis.stats import error_mean_se, mean_se
+from ..config import (DataConfig, DeepConfig, TestConfig, TrainConfig, check_bool, check_choice, check_int,
+                      check_real, check_reals, to_dict)
+from ..data import all_tasks, test_prompts, training_tasks
+from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
+from ..evaluate import predict, zero_one_error
+from ..models import build_model
+from ..seeding import torch_generator, torch_generators
+from ..train import fit, fit_kwargs, synthetic_sampler
+from . import fig2
+from .base import Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["NAME", "DESCRIPTION", "App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
+           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "train_linreg", "run"]
+
+NAME = "regression"
+DESCRIPTION = ("App. 14 and Park et al.: regression with outliers (squared loss), one- and three-layer Mamba vs "
+               "linear Transformer, against least squares on the clean examples")
+DEFAULT_SEEDS = (0, 1, 2)
+ONE_LAYER = ("mamba", "linear")
+
+
+@dataclass(frozen=True)
+class App14Spec:
+    """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
+
+    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
+    test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="C"))
+    train: dict = field(default_factory=lambda: {k: dataclasses.replace(fig2.FIG2.train[k], loss="squared")
+                                                 for k in ONE_LAYER})
+    alphas: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)
+    n_test: int = 1000
+
+    def __post_init__(self) -> None:
+        _check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d)
+        if self.test.rule != "C":
+            raise ValueError(f"app14.test.rule must be 'C' (App. 14: outlier outputs are random); got {self.test.rule!r}")
+        check_reals("app14.alphas", self.alphas, 0.0, 1.0, high_open=True)
+        check_int("app14.n_test", self.n_test, 1)
+
+
+@dataclass(frozen=True)
+class LinRegTask:
+    """Garg et al.'s linear regression with outliers: dimension, training lengths and outliers."""
+
+    d: int = 4
+    l_min: int = 4
+    l_max: int = 32
+    p_a: float = 0.7
+    kind: str = "dummy"
+    bias: bool = True
+    schedule_seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("d", self.d, 1)
+        check_int("l_min", self.l_min, 1)
+        check_int("l_max", self.l_max, self.l_min)
+        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
+        check_choice("kind", self.kind, OUTLIER_KINDS)
+        check_bool("bias", self.bias)
+        check_int("schedule_seed", self.schedule_seed, 0)
+
+    @property
+    def d_model_input(self) -> int:
+        """Features per token besides the label: ``d`` (+1 with the constant feature)."""
+        return self.d + int(self.bias)
+
+
+def _check_trains(name: str, train, kinds, min_m: int | None = None) -> None:
+    if not isinstance(train, dict) or set(train) != set(kinds):
+        raise ValueError(f"{name} must map each of {kinds} to a TrainConfig; got {train!r}")
+    for k, tr in train.items():
+        if not isinstance(tr, TrainConfig):
+            raise ValueError(f"{name}[{k!r}] must be a TrainConfig; got {tr!r}")
+        if tr.loss != "squared":
+            raise ValueError(f"{name}[{k!r}].loss must be 'squared' (regression, App. 14); got {tr.loss!r}")
+        if min_m is not None and tr.m < min_m:
+            raise ValueError(f"{name}[{k!r}].m must be >= {min_m} (the input dimension); got {tr.m}")
+
+
+@dataclass(frozen=True)
+class RegressionPreset:
+    """Both regression experiments: App. 14 (optional) and the linear-regression task, one and three layers."""
+
+    name: str
+    app14: App14Spec | None = field(default_factory=App14Spec)
+    task: LinRegTask = field(default_factory=LinRegTask)
+    one_layer: dict = field(default_factory=lambda: {k: TrainConfig(lr=0.01, batch_size=64, steps=1000, m=6,
+                                                                     optimizer="adam", loss="squared")
+                                                     for k in ONE_LAYER})
+    deep: dict = field(default_factory=lambda: {k: DeepConfig(kind=k, n_layers=3, d_model=16, d_state=16, norm="rms")
+                                                for k in ONE_LAYER})
+    deep_train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=0.003, batch_size=32, steps=500,
+                                                                        optimizer="adam", loss="squared"))
+    lengths: tuple = (4, 8, 12, 16, 24, 32)
+    alpha_lengths: float = 0.7
+    alphas: tuple = (0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9)
+    l_alphas: int = 32
+    n_test: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.app14 is not None and not isinstance(self.app14, App14Spec):
+            raise ValueError(f"app14 must be None or an App14Spec; got {self.app14!r}")
+        if not isinstance(self.task, LinRegTask):
+            raise ValueError(f"task must be a LinRegTask; got {self.task!r}")
+        _check_trains("one_layer", self.one_layer, ONE_LAYER, min_m=self.task.d_model_input)
+        if not isinstance(self.deep, dict) or not set(self.deep) <= set(ONE_LAYER):
+            raise ValueError(f"deep must map kinds among {ONE_LAYER} to DeepConfig; got {self.deep!r}")
+        for k, dc in self.deep.items():
+            if not isinstance(dc, DeepConfig) or dc.kind != k:
+                raise ValueError(f"deep[{k!r}] must be a DeepConfig of kind {k!r}; got {dc!r}")
+        if not isinstance(self.deep_train, TrainConfig) or self.deep_train.loss != "squared":
+            raise ValueError(f"deep_train must be a TrainConfig with loss 'squared'; got {self.deep_train!r}")
+        if isinstance(self.lengths, (str, bytes)) or not isinstance(self.lengths, tuple) or not self.lengths:
+            raise ValueError(f"lengths must be a non-empty tuple of prompt lengths; got {self.lengths!r}")
+        for i, l in enumerate(self.lengths):
+            check_int(f"lengths[{i}]", l, 1)
+        check_real("alpha_lengths", self.alpha_lengths, 0.0, 1.0, high_open=True)
+        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
+        check_int("l_alphas", self.l_alphas, 1)
+        check_int("n_test", self.n_test, 1)
+
+
+#: "regression": App. 14 with Figure 2's step sizes (SGD on the squared loss); linear regression in d = 4
+#: (+ a constant feature), Park et al.'s dummy outliers (1, 1) with p_a = 0.7 in training, lengths
+#: 4..32; one-layer models with Adam (eta = 0.01, 1000 steps), three-layer stacks (d_model 16, RMSNorm,
+#: Adam eta = 0.003, 500 steps of 32 prompts: far from converged, kept small for the CPU budget)
+REGRESSION = RegressionPreset(name="regression")
+#: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
+TINY = RegressionPreset(
+    name="tiny",
+    app14=App14Spec(train={k: dataclasses.replace(fig2.FIG2.train[k], loss="squared", steps=30) for k in ONE_LAYER},
+                    alphas=(0.0, 0.8), n_test=200),
+    one_layer={k: TrainConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
+               for k in ONE_LAYER},
+    deep={"mamba": DeepConfig(kind="mamba", n_layers=2, d_model=8, d_state=4)},
+    deep_train=TrainConfig(lr=0.003, batch_size=16, steps=10, optimizer="adam", loss="squared"),
+    lengths=(4, 16), alphas=(0.0, 0.8), l_alphas=16, n_test=200)
+PRESETS = {"regression": REGRESSION, "tiny": TINY}
+DEFAULT_PRESET = "regression"
+
+
+def length_sampler(task: LinRegTask):
+    """``sample_batch`` for :func:`mambaicl.train.fit`: at every call a length ``l`` in ``[l_min, l_max]`` from the
+    schedule stream ``(schedule_seed, "lengths")`` (the same sequence for every model and seed), then one
+    batch per generator; returns ``(P, z)`` (stacked ``(S, batch, ...)`` for a list of generators)."""
+    sched = torch_generator(task.schedule_seed, "lengths")
+
+    def sample(batch: int, generator):
+        l = int(torch.randint(task.l_min, task.l_max + 1, (1,), generator=sched))
+        pr = regression_prompts(batch, l, task.d, task.p_a, generator, kind=task.kind, bias=task.bias)
+        return pr.P, pr.z
+
+    return sample
+
+
+def train_linreg(preset: RegressionPreset, seeds, *, device=None, progress: bool = False) -> dict:
+    """Every linear-regression model: ``{"one_layer/<kind>": OneLayerStack, "deep/<kind>": [model per seed]}``."""
+    seeds = resolve_seeds(seeds)
+    task, D = preset.task, preset.task.d_model_input
+    out = {}
+    for kind, tr in preset.one_layer.items():
+        stack = build_model(kind, D, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
+                            device=resolve_device(device))
+        fit(stack, length_sampler(task), seed=list(seeds), stage="train/linreg", progress=progress, **fit_kwargs(tr))
+        out[f"one_layer/{kind}"] = stack
+    for kind, dc in preset.deep.items():
+        models = []
+        for s in seeds:
+            model = build_model(kind, D, generator=torch_generator(s, "init"), device=resolve_device(device),
+                                **dc.model_kwargs())
+            fit(model, length_sampler(task), seed=s, stage="train/linreg", progress=progress,
+                **fit_kwargs(preset.deep_train))
+            models.append(model)
+        out[f"deep/{kind}"] = models
+    return out
+
+
+@torch.no_grad()
+def _outputs(model, P: torch.Tensor) -> torch.Tensor:
+    """``F`` ``(S, n)`` of a stack, or of a list of per-seed models on their seed's prompts."""
+    if isinstance(model, list):
+        return torch.stack([predict(m, P[s].to(torch.get_default_dtype())).double() for s, m in enumerate(model)])
+    return predict(model, P)
+
+
+def _summary(per_seed: list) -> dict:
+    m, se = mean_se(per_seed)
+    return {"per_seed": per_seed, "mean": m, "se": 0.0 if se != se else se}
+
+
+@dataclass
+class RegressionResult(Result):
+    """Squared errors (per seed, mean, SE) of every model and of least squares, against ``l`` and ``alpha``."""
+
+    preset: str
+    seeds: list
+    lengths: list
+    alphas: list
+    alpha_lengths: float
+    l_alphas: int
+    n_test: int
+    linreg_vs_length: dict  # [model][k] -> {"per_seed", "mean", "se"}; models and "least_squares"
+    linreg_vs_alpha: dict  # [model][i] -> {...}
+    app14: dict  # {"alphas", "squared": [model][i] -> {...}, "zero_one": [model][i] -> {... mean, se (prompts too)}}
+    config: dict
+    models: dict = internal()
+    spec: RegressionPreset = internal()
+
+
+def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
+    task = preset.task
+    points = [("length", l, preset.alpha_lengths) for l in preset.lengths] + \
+             [("alpha", preset.l_alphas, a) for a in preset.alphas]
+    by_len = {k: [] for k in [*models, "least_squares"]}
+    by_alpha = {k: [] for k in [*models, "least_squares"]}
+    for which, l, a in points:
+        pr = regression_prompts(preset.n_test, int(l), task.d, float(a),
+                                torch_generators(seeds, f"test/linreg/{int(l)}/{float(a)}"), kind=task.kind,
+                                bias=task.bias)
+        outs = {name: _outputs(m, pr.P) for name, m in models.items()}
+        outs["least_squares"] = least_squares_clean(pr.P, pr.outlier, d=task.d)
+        dest = by_len if which == "length" else by_alpha
+        for name, F in outs.items():
+            dest[name].append(_summary([squared_error(F[s], pr.z[s], task.d) for s in range(len(seeds))]))
+    return by_len, by_alpha
+
+
+def _app14(spec: App14Spec, seeds, device, progress) -> tuple:
+    pat = fig2.patterns(fig2.FIG2)
+    tasks = all_tasks(spec.data.M1)
+    stacks = {}
+    for kind, tr in spec.train.items():
+        stack = build_model(kind, spec.data.d, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
+                            dtype=pat.mu.dtype, device=resolve_device(device))
+        fit(stack, synthetic_sampler(pat, spec.data, training_tasks(spec.data.M1)), seed=list(seeds),
+            progress=progress, **fit_kwargs(tr))
+        stacks[kind] = stack
+    sq = {k: [] for k in [*stacks, "least_squares"]}
+    zo = {k: [] for k in [*stacks, "least_squares"]}
+    for a in spec.alphas:
+        pr = test_prompts(pat, dataclasses.replace(spec.test, alpha=float(a)), tasks, spec.n_test,
+                          torch_generators(seeds, f"test/app14/{float(a)}"))
+        outs = {k: predict(st, pr) for k, st in stacks.items()}
+        outs["least_squares"] = least_squares_clean(pr.P, pr.outlier)
+        for name, F in outs.items():
+            sq[name].append(_summary([squared_error(F[s], pr.z[s]) for s in range(len(seeds))]))
+            per = [zero_one_error(F[s], pr.z[s]) for s in range(len(seeds))]
+            m, se = error_mean_se(per, spec.n_test)
+            zo[name].append({"per_seed": per, "mean": m, "se": se})
+    return {"alphas": list(spec.alphas), "squared": sq, "zero_one": zo}, stacks
+
+
+def run(preset: RegressionPreset = REGRESSION, *, seeds=DEFAULT_SEEDS, device=None,
+        progress: bool = True) -> RegressionResult:
+    """App. 14 (if the preset has it) and the linear-regression task, every model and least squares."""
+    seeds = resolve_seeds(seeds)
+    app14, app14_models = ({}, {}) if preset.app14 is None else _app14(preset.app14, seeds, device, progress)
+    models = train_linreg(preset, seeds, device=device, progress=progress)
+    by_len, by_alpha = _linreg_curves(preset, models, seeds)
+    return RegressionResult(preset=preset.name, seeds=list(seeds), lengths=list(preset.lengths),
+                            alphas=list(preset.alphas), alpha_lengths=preset.alpha_lengths, l_alphas=preset.l_alphas,
+                            n_test=preset.n_test, linreg_vs_length=by_len, linreg_vs_alpha=by_alpha, app14=app14,
+                            config=to_dict(preset), models={**models, **{f"app14/{k}": v for k, v in
+                                                                          app14_models.items()}}, spec=preset)

@@ -1,0 +1,216 @@
+"""One-layer gated linear attention with a pluggable gate: the App. 12 families in the frame of Eq. (3).
+
+Glossary (code name -> paper symbol):
+
+=================  =====================================================================
+``P``              prompt ``(p_1, ..., p_l, p_query)``, stacked ``(S, batch, l+1, d+1)`` or a
+                   :class:`mambaicl.data.Prompts` batch ``(S, batch, ...)``
+``W_B``, ``W_C``   key / query matrices of the linear attention, ``(S, m, d+1)``
+``w``              gate vector ``w`` (Mamba, Mamba-2, gated retention), ``(S, d+1)``
+``a``              Mamba-2's scalar ``a`` (``A = -e^a``), ``(S,)``
+``W_alpha``        GLA's gate matrix ``W`` (one logit per state channel), ``(S, m, d+1)``
+``gamma``          RetNet's fixed decay; ``tau`` the temperature of gated retention / GLA
+``G``              weight of example ``i`` in the output read at the query, ``(S, batch, l+1)``
+                   (GLA: one per state channel, ``(S, batch, l+1, m)``)
+``F``              ``sum_i y_i sum_c G_{i,c} (W_B p_i)_c (W_C p_query)_c``, ``(S, batch)``
+=================  =====================================================================
+
+Every model is ``F(P) = sum_{i=1}^{l+1} G_{i,l+1} y_i p_i^T W_B^T W_C p_query`` (Eq. (3) with the
+gate swapped), trained from Section 2's initialisation (``W_B = W_C = delta I``,
+``w ~ N(0, I/(d+1))``). The families (App. 12 of Li et al. 2025, :data:`GATE_FAMILIES`):
+
+==================  =========================================================================
+``mamba``           Eq. (3): ``G_i = sigma(w^T p_i) prod_{j>i} (1 - sigma(w^T p_j))``
+``mamba2``          Mamba-2 recurrence ``h_i = exp(Delta_i A) h_{i-1} + Delta_i v_i k_i^T``:
+                    ``G_i = Delta_i prod_{j>i} exp(-Delta_j e^a)``, ``Delta_j = softplus(w^T p_j)``
+``mamba2_app12``    App. 12's Mamba-2: the same decays, no ``Delta_i`` on the token's own input
+``gated_retention`` ``G_i = prod_{j>i} sigma(w^T p_j)^{1/tau}``
+``retnet``          ``G_i = gamma^{l+1-i}``: fixed, no input dependence
+``gla``             GLA recurrence, one decay per state channel:
+                    ``G_{i,c} = prod_{j>i} sigma((W_alpha p_j)_c)^{1/tau}``
+``gla_app12``       App. 12's GLA output formula: each key gated by its own ``sigma((W_alpha p_i)_c)^{1/tau}``
+``none``            ``G = 1``: the linear Transformer (Section 3.4)
+==================  =========================================================================
+
+Only ``mamba``, ``mamba2`` and ``gla_app12`` give a token a weight that depends on the token
+itself (:data:`OWN_TOKEN_GATE`); in the decay-only families a token's weight is set by the tokens
+*after* it. The Mamba family uses the fused :func:`mambaicl.models.gated_attention.gated_sum`;
+:class:`GLAStack` with ``family="mamba"`` equals :class:`mambaicl.models.OneLayerStack` of kind
+``"mamba"`` (same initial values, same outputs; tested).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..config import check_choice, check_int, check_real
+from .gated_attention import (_diagonal_init, _gate_init, bilinear_scores, check_prompt, gate_from_logits, gated_sum,
+                              prompt_logits, query_attention)
+from .gates import gated_retention_gate_from_logits, gla_gate_from_logits, mamba2_gate_from_logits, retnet_gate_any
+
+__all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GateConfig", "GLAStack", "build_gla"]
+
+GATE_FAMILIES = ("mamba", "mamba2", "mamba2_app12", "gated_retention", "retnet", "gla", "gla_app12", "none")
+#: families whose weight of token i depends on token i itself
+OWN_TOKEN_GATE = ("mamba", "mamba2", "gla_app12")
+#: families whose gate depends on the input at all
+INPUT_DEPENDENT = ("mamba", "mamba2", "mamba2_app12", "gated_retention", "gla", "gla_app12")
+_SCALAR_W = ("mamba", "mamba2", "mamba2_app12", "gated_retention")
+_CHANNEL = ("gla", "gla_app12")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """A gate family and its fixed hyperparameters (validated; a ``ValueError`` names the field).
+
+    ``tau``: temperature of gated retention and GLA (``gamma = sigma(.)^{1/tau}``), ``> 0``.
+    ``gamma``: RetNet's fixed decay, in ``(0, 1]`` (default ``1 - 2^-5``, RetNet's fastest head).
+    ``a``: initial Mamba-2 ``a`` (``A = -e^a``; learned).
+    """
+
+    family: str = "mamba"
+    tau: float = 1.0
+    gamma: float = 1 - 2 ** -5
+    a: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_choice("family", self.family, GATE_FAMILIES)
+        check_real("tau", self.tau, 0.0, low_open=True)
+        check_real("gamma", self.gamma, 0.0, 1.0, low_open=True)
+        check_real("a", self.a, -10.0, 10.0)
+
+
+def _is_tensor(P) -> bool:
+    return isinstance(P, torch.Tensor)
+
+
+class GLAStack(nn.Module):
+    """``S`` one-layer gated-linear-attention models of one gate family, parameters stacked on a seed axis.
+
+    Args:
+        gate: a :class:`GateConfig` (or a family name).
+        d, m, delta: data dimension, state size (``m >= d``), initial diagonal of ``W_B``, ``W_C``.
+        generators: one ``torch.Generator`` per seed for the random initial gate parameters.
+        dtype: parameter dtype (default float64).
+
+    ``forward`` takes stacked prompts (tensor ``(S, batch, l+1, d+1)`` or ``Prompts``) and returns
+    ``F`` ``(S, batch)``; like :class:`mambaicl.models.OneLayerStack`, training the sum over seeds of
+    each seed's mean loss gives every seed its own gradient.
+    """
+
+    def __init__(self, gate, d: int, m: int, delta: float, generators, dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        self.gate_config = gate if isinstance(gate, GateConfig) else GateConfig(family=gate)
+        self.family = self.gate_config.family
+        check_int("d", d, 1)
+        check_int("m", m, 1)
+        check_real("delta", delta, 0.0, low_open=True)
+        generators = list(generators)
+        if not generators:
+            raise ValueError("generators must hold one torch.Generator per seed (at least one)")
+        self.d, self.m, self.delta = d, m, float(delta)
+        dtype = dtype or torch.float64
+        S = len(generators)
+        W0 = _diagonal_init(m, d, delta).to(dtype)  # (m, d+1)
+        self.W_B = nn.Parameter(W0.expand(S, m, d + 1).clone())  # (S, m, d+1)
+        self.W_C = nn.Parameter(W0.expand(S, m, d + 1).clone())  # (S, m, d+1)
+        if self.family in _SCALAR_W:  # the draw of OneLayerMamba: w ~ N(0, I/(d+1))
+            self.w = nn.Parameter(torch.stack([_gate_init(d, g, dtype) for g in generators]))  # (S, d+1)
+        if self.family in ("mamba2", "mamba2_app12"):
+            self.a = nn.Parameter(torch.full((S,), self.gate_config.a, dtype=dtype))  # (S,)
+        if self.family in _CHANNEL:
+            W_alpha = [torch.randn(m, d + 1, generator=g, dtype=torch.float64) / (d + 1) ** 0.5 for g in generators]
+            self.W_alpha = nn.Parameter(torch.stack(W_alpha).to(dtype))  # (S, m, d+1)
+
+    @property
+    def n_seeds(self) -> int:
+        return self.W_B.shape[0]
+
+    def member(self, s: int) -> "GLAStack":
+        """Seed ``s`` as a one-seed stack (a copy of its parameters)."""
+        check_int("s", s, 0, self.n_seeds - 1)
+        one = GLAStack(self.gate_config, self.d, self.m, self.delta, [torch.Generator().manual_seed(0)],
+                       dtype=self.W_B.dtype)
+        with torch.no_grad():
+            for name, p in one.named_parameters():
+                p.copy_(getattr(self, name)[s : s + 1])
+        return one.to(self.W_B.device)
+
+    # ------------------------------------------------------------ pieces of F
+
+    def bilinear(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """``W_B^T W_C`` of every seed, ``(S, d+1, d+1)``."""
+        dtype = dtype or self.W_B.dtype
+        return self.W_B.to(dtype).transpose(1, 2) @ self.W_C.to(dtype)
+
+    def _ref(self, P) -> torch.Tensor:
+        if _is_tensor(P):
+            check_prompt(P, self.d)
+            return P
+        return P.kappa
+
+    def attention(self, P) -> torch.Tensor:
+        """``p_i^T W_B^T W_C p_query`` for every token, ``(S, batch, l+1)``."""
+        ref = self._ref(P)
+        M = self.bilinear(ref.dtype)
+        return bilinear_scores(P, M) if _is_tensor(P) else query_attention(P, M)
+
+    def logits(self, P) -> torch.Tensor:
+        """Gate logits: ``w^T p_i`` ``(S, batch, l+1)`` (scalar families) or ``W_alpha p_i`` ``(S, batch, l+1, m)`` (GLA)."""
+        ref = self._ref(P)
+        if self.family in _SCALAR_W:
+            w = self.w.to(ref.dtype)
+            return (P @ w[:, None, :, None]).squeeze(-1) if _is_tensor(P) else prompt_logits(P, w)
+        if self.family in _CHANNEL:
+            X = P if _is_tensor(P) else P.P
+            return torch.einsum("sbld,smd->sblm", X.to(ref.dtype), self.W_alpha.to(ref.dtype))
+        raise ValueError(f"the {self.family!r} gate has no logits (it does not depend on the input)")
+
+    def gate(self, P, channels: bool = False) -> torch.Tensor:
+        """``G_{i,l+1}`` for every token, ``(S, batch, l+1)``; GLA: the mean over state channels, or
+        ``(S, batch, l+1, m)`` with ``channels=True``."""
+        ref = self._ref(P)
+        cfg, fam = self.gate_config, self.family
+        if fam == "none":
+            return torch.ones(ref.shape[:3], dtype=ref.dtype, device=ref.device)
+        if fam == "retnet":
+            return retnet_gate_any(tuple(ref.shape[:3]), cfg.gamma, dtype=ref.dtype, device=ref.device)
+        x = self.logits(P)
+        if fam == "mamba":
+            return gate_from_logits(x)
+        if fam in ("mamba2", "mamba2_app12"):
+            return mamba2_gate_from_logits(x, self.a.to(ref.dtype)[:, None, None], input_step=fam == "mamba2")
+        if fam == "gated_retention":
+            return gated_retention_gate_from_logits(x, cfg.tau)
+        G = gla_gate_from_logits(x, cfg.tau, recurrent=fam == "gla")  # (S, batch, L, m)
+        return G if channels else G.mean(-1)
+
+    def forward(self, P) -> torch.Tensor:
+        """``F`` of every seed on its own prompts, ``(S, batch)``."""
+        ref = self._ref(P)
+        y = P[..., -1] if _is_tensor(P) else P.y  # (S, batch, L)
+        if self.family in _CHANNEL:
+            X = (P if _is_tensor(P) else P.P).to(ref.dtype)  # (S, batch, L, d+1)
+            keys = torch.einsum("sbld,smd->sblm", X, self.W_B.to(ref.dtype))  # W_B p_i
+            query = torch.einsum("sbd,smd->sbm", X[:, :, -1], self.W_C.to(ref.dtype))  # W_C p_query
+            G = self.gate(P, channels=True)  # (S, batch, L, m)
+            return torch.einsum("sbl,sblm,sbm->sb", y, G * keys, query)
+        att = self.attention(P)
+        if self.family == "mamba":
+            return gated_sum(self.logits(P), att, y)
+        if self.family == "none":
+            return (y * att).sum(-1)
+        return (self.gate(P) * y * att).sum(-1)
+
+
+def build_gla(family, d: int, *, generators, m: int | None = None, delta: float = 0.2, dtype=None,
+              device=None, **gate_kw) -> GLAStack:
+    """A :class:`GLAStack` of ``len(generators)`` seeds: ``family`` a name of :data:`GATE_FAMILIES` (with
+    ``tau``, ``gamma``, ``a`` in ``gate_kw``) or a :class:`GateConfig`; ``m`` defaults to ``d + 1``."""
+    gate = family if isinstance(family, GateConfig) else GateConfig(family=family, **gate_kw)
+    if isinstance(family, GateConfig) and gate_kw:
+        raise ValueError(f"pass gate settings {sorted(gate_kw)} inside the GateConfig, not as keywords")
+    stack = GLAStack(gate, d, d + 1 if m is None else m, delta, generators, dtype=dtype)
+    return stack.to(device if device is not None else "cpu")
