@@ -1,5 +1,9 @@
 """Command line: ``python -m mambaicl reproduce NAME --out DIR [--seed N | --seeds N ...] [--preset P]``.
 
+``python -m mambaicl embed-sst2 [--path DIR] [--cache-dir DIR] [--preset P]`` fills the embedding
+cache Chapter 6 and ``reproduce sst2`` read (every sentence and poisoned twin of every regime of the
+preset), with a progress bar; a warm cache makes it a no-op.
+
 ``python -m mambaicl reproduce --list`` lists the experiments (one module each in
 :mod:`mambaicl.experiments`). ``reproduce`` runs one with a named preset and writes
 ``DIR/results.json`` (and ``DIR/artifacts.pt`` when the experiment keeps tensors), atomically;
@@ -46,7 +50,26 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--preset", help="named preset (default: the experiment's own)")
     rep.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    emb = sub.add_parser("embed-sst2", help="fill the SST-2 embedding cache of Chapter 6 (progress bar)")
+    emb.add_argument("--path", help="GLUE SST-2 folder (default: $MAMBAICL_SST2_DIR, else the Hugging Face hub)")
+    emb.add_argument("--cache-dir", help="cache folder (default: $MAMBAICL_CACHE_DIR, else ~/.cache/mambaicl)")
+    emb.add_argument("--preset", default="paper", help="the sst2 preset whose regimes are embedded (default paper)")
+    emb.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
+
+
+def _embed_sst2(args) -> int:
+    from .experiments import sst2
+
+    if args.preset not in sst2.PRESETS:
+        raise _CliError(f"unknown preset {args.preset!r} for sst2; known presets: {', '.join(sorted(sst2.PRESETS))}")
+    start, cpu = time.time(), time.process_time()
+    for regime in sst2.PRESETS[args.preset].regimes:
+        print(f"embedding SST-2 for regime {regime.name!r}", flush=True)
+        feat = sst2.prepare_features(regime.data, path=args.path, cache_dir=args.cache_dir, progress=not args.quiet)
+        print(f"  {', '.join(f'{k} {v:,}' for k, v in feat.sizes.items())} sentences, {feat.seconds:.0f} s", flush=True)
+    print(f"embedding cache filled in {time.time() - start:.0f} s ({time.process_time() - cpu:.0f} s CPU)", flush=True)
+    return 0
 
 
 def _list() -> int:
@@ -101,6 +124,8 @@ def main(argv=None) -> int:
         args = _parser().parse_args(argv)
         if args.command == "reproduce":
             return _reproduce(args)
+        if args.command == "embed-sst2":
+            return _embed_sst2(args)
         raise _CliError(f"unknown command {args.command!r}")
     except (_CliError, ValueError, FileNotFoundError, FloatingPointError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -159,3 +159,29 @@ def test_prompt_arguments_validated():
         sst2_prompts(toy_pool(), 2, alpha=1.5, generator=g)
     with pytest.raises(ValueError, match="sentiment"):
         EmbeddedPool(x=torch.zeros(3, 2), x_bond=torch.zeros(3, 2), s=torch.ones(3))
+
+
+@pytest.mark.parametrize("placement", ["FQ", "CQ", "R"])
+@pytest.mark.parametrize("alpha", [0.4, 0.75, 0.8])
+def test_fixed_count_puts_exactly_round_alpha_l_outliers_in_every_prompt(placement, alpha):
+    pr = sst2_prompts(toy_pool(), 2000, l=8, alpha=alpha, placement=placement, count="fixed",
+                      generator=torch.Generator().manual_seed(4))
+    k = {0.4: 3, 0.75: 6, 0.8: 6}[alpha]  # round(alpha * 8), counted by hand
+    assert (pr.outlier.sum(1) == k).all()
+    if placement == "R":  # every position equally likely to hold an outlier
+        assert torch.allclose(pr.outlier.double().mean(0), torch.full((8,), k / 8, dtype=torch.float64), atol=0.04)
+    binom = sst2_prompts(toy_pool(), 20000, l=8, alpha=alpha, placement=placement,
+                         generator=torch.Generator().manual_seed(4))
+    no_clean = float((binom.outlier.sum(1) == 8).double().mean())
+    assert abs(no_clean - alpha ** 8) < 0.01  # Eq. (5): no clean example with probability alpha^l
+    with pytest.raises(ValueError, match="count"):
+        sst2_prompts(toy_pool(), 2, count="exact", generator=torch.Generator())
+
+
+def test_phrase_helpers_find_nested_rows():
+    assert sst2.sub_phrases("a b c") == {("a",), ("b",), ("c",), ("a", "b"), ("b", "c")}
+    assert sst2.sub_phrases("a b", proper=False) == {("a",), ("b",), ("a", "b")}
+    rows = ["it 's a charming film .", "a charming film", "charming", "dull", "a dull , lifeless film", "film ."]
+    assert sst2.maximal_phrases(rows) == [0, 4]  # "dull" sits inside row 4, "film ." inside row 0
+    assert sst2.inside_any(rows, ["a charming film"]) == [False, True, True, False, False, False]
+    assert sst2.inside_any(["charming film", "film charming"], rows) == [True, False]  # word order matters

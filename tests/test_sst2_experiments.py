@@ -6,7 +6,7 @@ import torch
 
 from mambaicl.experiments import sst2 as X
 from mambaicl.data.features import fit_pca, linear_probe, probe_accuracy
-from mambaicl.data.poisoning import EmbeddedPool
+from mambaicl.data.poisoning import EmbeddedPool, sst2_prompts
 
 
 def test_pca_recovers_a_planted_subspace():
@@ -40,11 +40,18 @@ def test_linear_probe_separable_and_chance():
 def test_presets_are_the_papers_settings():
     assert [r.kind for r in X.MAIN_TABLE.runs] == ["mamba", "linear"]
     assert all(r.n_layers == 3 and r.n_heads == 2 and r.p_a == 0.25 for r in X.MAIN_TABLE.runs)
-    assert X.MAIN_TABLE.alphas == (0.75,) and X.DATA.l == 8 and X.DATA.d == 72
+    assert X.MAIN_TABLE.alphas == (0.75,) and X.HELD_OUT.l == 8 and X.HELD_OUT.d == 72 and X.CONFIDENT.d == 72
     assert [r.n_heads for r in X.TABLE_1.runs] == [1, 2, 3, 4] and all(r.p_a == 0.4 for r in X.TABLE_1.runs)
     assert {r.name: r.n_heads for r in X.TABLE_2.runs} == {"mamba": 1, "linear": 1, "softmax": 1}
     assert X.TABLE_2.alphas[0] == 0.5 and set(X.TABLE_2.alphas) == {0.4, 0.5, 0.6, 0.7, 0.8}
     assert X.CURRICULUM.runs[0].curriculum and X.PAPER["table5"]["all"] == 80.05
+    # App. Table 2 at alpha = 0.5, App. Tables 3-4 elsewhere (softmax 95.58 under R at 0.8, linear 67.78)
+    assert X.TABLE_2.paper["softmax"][(0.8, "R")] == 95.58 and X.TABLE_2.paper["linear"][(0.8, "R")] == 67.78
+    assert X.TABLE_2.paper["softmax"][(0.5, "CQ")] == 99.28 and X.TABLE_2.paper["mamba"][(0.5, "CQ")] == 82.73
+    assert X.HELD_OUT.count == "binomial" and X.CONFIDENT.count == "fixed"
+    regimes = {r.name: r for r in X.PRESETS[X.DEFAULT_PRESET].regimes}
+    assert set(regimes) == {"held-out", "confident"} and all(regimes[k].definition for k in regimes)
+    assert len(regimes["confident"].tables) == 4
 
 
 @pytest.mark.parametrize("bad", [dict(kind="mamba1"), dict(n_heads=0), dict(p_a=1.0), dict(lr=0.0), dict(steps=1.5),
@@ -57,14 +64,22 @@ def test_run_validation(bad):
 def test_data_and_table_validation():
     with pytest.raises(ValueError, match="n_train"):
         X.SST2Data(n_train=3)
+    with pytest.raises(ValueError, match="regime"):
+        X.SST2Data(regime="easy")
+    with pytest.raises(ValueError, match="keep"):
+        X.SST2Data(keep=0.0)
+    with pytest.raises(ValueError, match="count"):
+        X.SST2Data(count="floor")
     with pytest.raises(ValueError, match="placements"):
         X.Table("t", (), alphas=(0.5,), placements=("far",))
     with pytest.raises(ValueError, match="alphas"):
         X.Table("t", (), alphas=(1.5,))
     with pytest.raises(ValueError, match="n_prompts"):
         X.Table("t", (), alphas=(0.5,), n_prompts=0)
+    with pytest.raises(ValueError, match="regimes"):
+        X.SST2Preset(name="x", regimes=())
     with pytest.raises(ValueError, match="tables"):
-        X.SST2Preset(name="x", tables=())
+        X.Regime("r", "a definition", X.HELD_OUT, ())
     with pytest.raises(ValueError, match="unique"):
         X.Table("t", (X.Run("a", "linear"), X.Run("a", "mamba")), alphas=(0.5,))
 
@@ -78,7 +93,7 @@ def toy_features(n=60, d=6, seed=0):
     bond = x.clone()
     bond[:, 1] += 4.0
     pool = EmbeddedPool(x=x, x_bond=bond, s=s)
-    return X.SST2Features(train=pool, validation=pool, emb_train=x, emb_validation=x, pca=fit_pca(x, 2), examples={})
+    return X.SST2Features(train=pool, val=pool, test=pool, emb_train=x, emb_test=x, pca=fit_pca(x, 2), examples={})
 
 
 def test_curriculum_sampler_switches_to_cq_at_half():
@@ -96,7 +111,7 @@ def test_curriculum_sampler_switches_to_cq_at_half():
 
 def test_oracle_and_tiny_table_end_to_end():
     feat = toy_features()
-    cfg = dataclasses.replace(X.DATA, d=6, n_train=60)
+    cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
     table = X.Table("tiny", (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=3, batch_size=8),
                              X.Run("s", "softmax", n_heads=1, n_layers=1, d_model=8, steps=3, batch_size=8)),
                     alphas=(0.0, 1.0), n_prompts=300, paper={"m": {(0.0, "FQ"): 99.0}})
@@ -115,3 +130,197 @@ def test_oracle_and_tiny_table_end_to_end():
     assert two["se"]["m"][k] > 0
     reuse = X.run_table(table, feat, (0,), cfg, progress=False, models={"m": res["models"]["m"]})
     assert reuse["acc"]["m"] == res["acc"]["m"] and "m" not in reuse["seconds"]
+
+
+# ---------------------------------------------------------------- regimes end to end, on a small made-up SST-2
+
+VOCAB = ["the", "film", "plot", "actor", "story", "music", "scene", "ending", "cast", "script", "is", "was"]
+POLAR = {"great": 3.0, "good": 1.0, "bad": -1.0, "awful": -3.0}
+
+
+class WordEncoder:
+    """Deterministic stand-in for MiniLM: the mean of fixed word vectors plus the sentiment word's
+    strength on coordinate 0 (strong words far from zero); the phrase "James Bond" on coordinate 1."""
+
+    def __init__(self, D=12):
+        self.D, self.calls = D, 0
+
+    def vec(self, w):
+        import zlib
+        v = torch.randn(self.D, generator=torch.Generator().manual_seed(zlib.crc32(w.encode()))) * 0.3
+        v[1] = 4.0 if w in ("James", "Bond") else v[1]
+        return v
+
+    def encode(self, texts, batch_size=64, progress=False):
+        self.calls += len(texts)
+        out = torch.stack([torch.stack([self.vec(w) for w in t.split()]).mean(0) for t in texts])
+        out[:, 0] += torch.tensor([sum(POLAR.get(w, 0.0) for w in t.split()) for t in texts])
+        return out
+
+
+def write_made_up_sst2(folder, n_sentences=160, seed=0):
+    """Full sentences of 6-8 words with one sentiment word, each followed by two of its own phrases."""
+    g = torch.Generator().manual_seed(seed)
+    rows, words = [], list(POLAR)
+    for i in range(n_sentences):
+        n = 6 + int(torch.randint(3, (1,), generator=g))
+        body = [VOCAB[int(j)] for j in torch.randint(len(VOCAB), (n,), generator=g)] + [f"w{i}"]
+        pol = words[int(torch.randint(4, (1,), generator=g))]
+        pos = int(torch.randint(1, n, (1,), generator=g))
+        sent = body[:pos] + [pol] + body[pos:]
+        label = int(POLAR[pol] > 0)
+        rows += [(" ".join(sent), label), (" ".join(sent[pos - 1:pos + 2]), label), (" ".join(sent[pos:pos + 3]), label)]
+    folder.mkdir(parents=True, exist_ok=True)
+    body = "".join(f"{s}\t{y}\n" for s, y in rows)
+    (folder / "train.tsv").write_text("sentence\tlabel\n" + body, encoding="utf-8")
+    dev = "".join(f"{s}\t{y}\n" for s, y in rows[:60:3])
+    (folder / "dev.tsv").write_text("sentence\tlabel\n" + dev, encoding="utf-8")
+    return folder
+
+
+TINY_CONFIDENT = X.SST2Data(regime="confident", n_train=None, n_val=20, n_reserved=40, n_probe=80, keep=0.5,
+                            count="fixed", d=6)
+TINY_HELD_OUT = X.SST2Data(n_train=100, n_val=20, d=6)
+TINY_RUNS = (X.Run("mamba", "mamba", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=8),
+             X.Run("linear", "linear", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=8))
+TINY_TABLE = dataclasses.replace(X.MAIN_TABLE, runs=TINY_RUNS, n_prompts=200)
+TINY_PRESET = X.SST2Preset("tiny", regimes=(X.Regime("held-out", "defined", TINY_HELD_OUT, (TINY_TABLE,)),
+                                            X.Regime("confident", "defined", TINY_CONFIDENT, (TINY_TABLE,))),
+                           pca_ks=(2, 3, 10), keeps=(1.0, 0.5))
+
+
+@pytest.fixture
+def made_up(tmp_path, monkeypatch):
+    from mambaicl.data.encoders import EmbeddingCache
+
+    enc = WordEncoder()
+    monkeypatch.setattr(X, "embedding_cache", lambda name, cache_dir=None, device=None:
+                        EmbeddingCache("words@1", lambda: enc, tmp_path / "cache"))
+    return write_made_up_sst2(tmp_path / "sst2"), enc
+
+
+def test_confident_regime_filters_and_holds_out_whole_sentences(made_up):
+    from mambaicl.data.sst2 import inside_any, load_sst2, maximal_phrases
+
+    folder, enc = made_up
+    sp = X._split(TINY_CONFIDENT, folder)
+    sentences = [s for s, _ in sp["rows"]]
+    maximal = set(maximal_phrases(sentences))
+    assert len(sp["reserved"]) == 40 and set(sp["reserved"]) <= maximal  # test candidates are full sentences
+    others = sp["probe"] + sp["scored"]
+    assert not set(others) & set(sp["reserved"]) and len(sp["probe"]) == 80
+    assert not any(inside_any([sentences[i] for i in others], [sentences[i] for i in sp["reserved"]]))
+    rows = [s for s, _ in sp["rows"]]
+    reserved = [f" {rows[i]} " for i in sp["reserved"]]
+    phrases_of_reserved = [i for i in range(len(rows)) if i not in set(sp["reserved"])
+                           and any(f" {rows[i]} " in r for r in reserved)]  # padded substring: whole words
+    assert sp["dropped"] == len(phrases_of_reserved) > 40  # each reserved sentence takes its phrases with it
+    feat = X.prepare_features(TINY_CONFIDENT, path=folder)
+    f = feat.filter
+    assert f["n_kept"] == round(0.5 * f["n_scored"]) or f["n_kept"] > round(0.5 * f["n_scored"])  # ties kept
+    assert feat.sizes["val"] == 20 and feat.sizes["train"] == f["n_kept"] - 20 and feat.sizes["test"] == f["n_test"]
+    kept_margin = f["margin_scored"].abs() >= f["threshold"]
+    assert float(kept_margin.double().mean()) >= 0.5
+    # the kept rows are the confident ones: their strong words ("great", "awful") are over-represented
+    assert feat.test.x.shape == (f["n_test"], 6) and feat.train.x.shape[1] == 6
+    curve = X.margin_curve(feat, (1.0, 0.5, 0.25), n_prompts=500)
+    assert [r["keep"] for r in curve] == [1.0, 0.5, 0.25] and curve[0]["fraction"] == 1.0
+    assert curve[2]["probe_scored"] >= curve[0]["probe_scored"]  # confident rows are read at least as well
+    assert all(r["oracle_fixed"] >= r["oracle_binomial"] - 3 for r in curve)
+
+
+def test_oracle_matches_the_closed_form():
+    """A probe that reads every sentence right: with Eq. (5) draws the oracle errs only when no example is
+    clean and its guess f = +1 is wrong, accuracy 1 - alpha^l / 2; with a fixed count it never errs."""
+    s = torch.where(torch.arange(200) % 2 == 0, 1.0, -1.0)
+    x = torch.stack([s, torch.zeros(200)], 1)
+    pool = EmbeddedPool(x=x, x_bond=x + torch.tensor([0.0, 5.0]), s=s)
+    w = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)
+    for alpha in (0.5, 0.75, 0.8):
+        g = torch.Generator().manual_seed(0)
+        binom = {(alpha, "R"): sst2_prompts(pool, 40000, alpha=alpha, generator=g)}
+        fixed = {(alpha, "R"): sst2_prompts(pool, 4000, alpha=alpha, count="fixed", generator=g)}
+        assert X.oracle_accuracy(binom, w)[(alpha, "R")] == pytest.approx(100 * (1 - alpha ** 8 / 2), abs=0.6)
+        assert X.oracle_accuracy(fixed, w)[(alpha, "R")] == 100.0
+
+
+def _fake_res(mamba, linear, seeds=(0, 1, 2)):
+    """run_table-shaped output with per-seed accuracies ``{placement: [per seed]}`` at alpha 0.75."""
+    acc = {"mamba": [{(0.75, p): mamba[p][i] for p in mamba} for i in range(len(seeds))],
+           "linear": [{(0.75, p): linear[p][i] for p in linear} for i in range(len(seeds))]}
+    return {"acc_seeds": acc, "n_prompts": 4000, "seeds": seeds}
+
+
+def test_contrast_is_the_paired_comparison_and_counts_every_term():
+    from mambaicl.analysis.stats import compare
+
+    a, b = [91.0, 93.5, 92.0], [88.0, 88.5, 90.0]
+    c = X.contrast([(1, a), (-1, b)], 4000)
+    ref = compare([x / 100 for x in a], [y / 100 for y in b], 4000)
+    assert c.diff == pytest.approx(100 * ref.diff) and c.se == pytest.approx(100 * ref.se)
+    # a difference of two drops with no seed spread: only the four binomial terms remain
+    d = X.contrast([(1, [90.0] * 3), (-1, [80.0] * 3), (-1, [70.0] * 3), (1, [70.0] * 3)], 1000)
+    by_hand = 100 * ((0.9 * 0.1 + 0.8 * 0.2 + 2 * 0.7 * 0.3) / 1000 / 3) ** 0.5
+    assert d.diff == pytest.approx(10.0) and d.se == pytest.approx(by_hand)
+
+
+def test_claims_follow_the_two_standard_error_rule():
+    clear = _fake_res({"FQ": [95, 96, 95.5], "R": [94, 95, 94.5], "CQ": [80, 82, 81]},
+                      {"FQ": [88, 87, 88.5], "R": [88, 89, 88], "CQ": [88, 87, 88]})
+    got = X.claims({X.MAIN_TABLE.name: clear})["main"]
+    assert [c["holds"] for c in got] == [True, True, True, True] and X.verdict(got) == "reproduced"
+    # differences of 0.3 points with 4,000 prompts per seed: SE of the difference ~0.7 points, no claim
+    close = _fake_res({"FQ": [90.0, 90.3, 90.6], "R": [90.0, 90.3, 90.6], "CQ": [90.1, 90.4, 90.7]},
+                      {"FQ": [89.7, 90.0, 90.3], "R": [89.7, 90.0, 90.3], "CQ": [89.7, 90.0, 90.3]})
+    got = X.claims({X.MAIN_TABLE.name: close})["main"]
+    assert not any(c["holds"] for c in got) and X.verdict(got) == "not reproduced"
+    half = _fake_res({"FQ": [95, 96, 95.5], "R": [88, 89, 88], "CQ": [95, 96, 95.5]},
+                     {"FQ": [88, 87, 88.5], "R": [88, 89, 88], "CQ": [88, 87, 88]})
+    got = X.claims({X.MAIN_TABLE.name: half})["main"]
+    assert [c["holds"] for c in got] == [True, False, False, False] and X.verdict(got) == "partly reproduced"
+    # "=" checks hold when the difference is not significant
+    assert X._check("x", X.Comparison(diff=0.5, se=0.4, n_seeds=3), "=")["holds"]
+    assert not X._check("x", X.Comparison(diff=1.0, se=0.4, n_seeds=3), "=")["holds"]
+
+
+def test_run_writes_every_regime_and_is_byte_identical(made_up):
+    folder, enc = made_up
+    a = X.run(TINY_PRESET, seeds=(0, 1, 2), progress=False, path=folder)
+    calls = enc.calls
+    b = X.run(TINY_PRESET, seeds=(0, 1, 2), progress=False, path=folder)
+    assert enc.calls == calls  # the second run reads everything from the cache
+    assert a.to_json() == b.to_json()
+    out = a.to_dict()["regimes"]
+    assert set(out) == {"held-out", "confident"} and out["confident"]["definition"] == "defined"
+    cell = out["confident"]["tables"][X.MAIN_TABLE.name]["runs"]["mamba"]["0.75/CQ"]
+    assert len(cell["per_seed"]) == 3 and cell["mean"] == pytest.approx(sum(cell["per_seed"]) / 3)
+    assert cell["se"] > 0 and 0 <= cell["oracle"] <= 100
+    assert set(out["confident"]["verdicts"]) >= {"main"} and "margin_curve" in out["confident"]
+    assert "margin_curve" not in out["held-out"] and "memorisation" in out["held-out"]
+    assert set(out["held-out"]["pca"]) == {"2", "3", "10", "all"}
+
+
+def test_validation_curve_records_and_picks_a_step():
+    feat = toy_features()
+    cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
+    run = X.Run("m", "linear", n_heads=1, n_layers=1, d_model=8, batch_size=16)
+    got = X.validation_curve(run, feat, cfg, lrs=(1e-3, 1e-2), steps=40, every=10, n_prompts=200)
+    assert set(got) == {1e-3, 1e-2}
+    for rec in got.values():
+        assert rec["steps"] == [10, 20, 30, 40] and len(rec["loss"]) == 4 and rec["best_step"] in rec["steps"]
+        assert rec["best_loss"] == min(rec["loss"])
+
+
+def test_cli_embed_sst2_fills_the_cache_once(made_up, monkeypatch, capsys):
+    from mambaicl.__main__ import main
+
+    folder, enc = made_up
+    monkeypatch.setitem(X.PRESETS, "tiny", TINY_PRESET)
+    assert main(["embed-sst2", "--path", str(folder), "--preset", "tiny", "--quiet"]) == 0
+    first = enc.calls
+    assert first > 0 and "embedding cache filled" in capsys.readouterr().out
+    assert main(["embed-sst2", "--path", str(folder), "--preset", "tiny", "--quiet"]) == 0
+    assert enc.calls == first  # warm cache: nothing encoded again
+    assert main(["embed-sst2", "--path", str(folder / "missing")]) == 2
+    assert "SST-2 directory not found" in capsys.readouterr().err
+    assert main(["embed-sst2", "--preset", "nope"]) == 2

@@ -13,6 +13,12 @@ Where the data comes from, in order: ``path``; the directory named by ``MAMBAICL
 the Hugging Face hub (``datasets.load_dataset("glue", "sst2")``). When none works the error
 says exactly how to provide the data. The data set is Socher et al. (2013) as distributed in
 GLUE (Wang et al., 2018); the paper cites it as [63] in §4.2. Nothing here copies the data.
+
+GLUE's ``train.tsv`` holds *phrases* of parse trees, not independent sentences: most rows are
+word-contiguous pieces of longer rows ("a charming film" inside "it 's a charming film ."). A
+split of ``train.tsv`` into training and test sentences is only held out when no test sentence
+shares a phrase with a training sentence; :func:`maximal_phrases` and :func:`inside_any` give
+what such a split needs.
 """
 from __future__ import annotations
 
@@ -20,7 +26,8 @@ import os
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-__all__ = ["ENV_VAR", "SPLIT_FILES", "HEADER", "Row", "load_sst2", "read_glue_tsv"]
+__all__ = ["ENV_VAR", "SPLIT_FILES", "HEADER", "Row", "load_sst2", "read_glue_tsv", "sub_phrases", "maximal_phrases",
+           "inside_any"]
 
 ENV_VAR = "MAMBAICL_SST2_DIR"
 SPLIT_FILES = {"train": "train.tsv", "validation": "dev.tsv"}  # hub split name -> GLUE file
@@ -113,3 +120,40 @@ def load_sst2(path: str | os.PathLike | None = None) -> Dict[str, List[Row]]:
             f"SST-2 not found: no path given, {ENV_VAR} is unset, and the Hugging Face hub failed "
             f"({type(exc).__name__}: {str(exc)[:200]}). {_HOW_TO}"
         ) from exc
+
+
+def _words(sentence: str) -> tuple:
+    return tuple(sentence.split())
+
+
+def sub_phrases(sentence: str, proper: bool = True) -> set:
+    """Every word-contiguous piece of ``sentence`` as a tuple of words (without the whole when ``proper``)."""
+    w = _words(sentence)
+    n = len(w)
+    return {w[i:j] for i in range(n) for j in range(i + 1, n + 1) if not (proper and j - i == n)}
+
+
+def maximal_phrases(sentences) -> list:
+    """Indices of the ``sentences`` that are not a proper word-contiguous piece of another one.
+
+    On SST-2's ``train.tsv`` these are (about) the full sentences whose parse-tree phrases make
+    up the other rows.
+    """
+    pieces = _pieces(set(sentences), proper=True)
+    return [i for i, s in enumerate(sentences) if _words(s) not in pieces]
+
+
+def inside_any(sentences, containers) -> list:
+    """For each of ``sentences``: is it a word-contiguous piece of (or equal to) one of ``containers``?"""
+    pieces = _pieces(set(containers), proper=False)
+    return [_words(s) in pieces for s in sentences]
+
+
+def _pieces(sentences, proper: bool) -> set:
+    """The union of :func:`sub_phrases` over ``sentences``, built in one pass."""
+    out = set()
+    for s in sentences:
+        w = _words(s)
+        n = len(w)
+        out.update(w[i:j] for i in range(n) for j in range(i + 1, n + 1 - (proper and i == 0)))
+    return out
