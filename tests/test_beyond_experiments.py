@@ -1,0 +1,183 @@
+"""The four "beyond the paper" experiments (boundary, gates, multiclass, regression): validated presets, exact
+equivalences behind their batching, byte-identical results with per-seed values, means and standard errors, and
+the CLI listing and writing them."""
+import dataclasses
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from mambaicl.config import TrainConfig
+from mambaicl.data import training_prompts, training_tasks
+from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
+from mambaicl.models import build_model
+from mambaicl.models.gla import GateConfig
+from mambaicl.seeding import torch_generator, torch_generators
+from mambaicl.train import fit, synthetic_sampler
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODULES = {"boundary": boundary, "gates": gates, "multiclass": multiclass, "regression": regression}
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def tiny_results():
+    torch.set_num_threads(1)
+    return {name: (mod.run(mod.TINY, seeds=SEEDS, progress=False), mod.run(mod.TINY, seeds=SEEDS, progress=False))
+            for name, mod in MODULES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_rerun_is_byte_identical(tiny_results, name):
+    a, b = tiny_results[name]
+    assert a.to_json() == b.to_json()
+
+
+def test_results_hold_per_seed_values_means_and_standard_errors(tiny_results):
+    r = tiny_results["boundary"][0].to_dict()
+    cell = r["boundary"]["mamba"][0][1]
+    assert len(cell["per_seed"]) == 3 and {"mean", "se", "censored"} <= set(cell)
+    per_seed = r["errors_per_seed"]["linear"][1][0]  # p_a index 1, l_ts index 0: [seed][alpha]
+    assert len(per_seed) == 3
+    assert r["errors"]["linear"][1][0][2] == pytest.approx(sum(s[2] for s in per_seed) / 3, abs=1e-15)
+    assert r["errors_se"]["linear"][1][0][2] >= 0
+
+    g = tiny_results["gates"][0].to_dict()
+    assert set(g["errors"]) == {"mamba", "retnet", "none"}
+    assert len(g["errors_per_seed"]["retnet"]) == 3 and len(g["errors_se"]["retnet"]) == 2
+    assert len(g["gate_outlier"]["mamba"]["per_seed"]) == 3 and "se" in g["gate_outlier"]["mamba"]
+
+    m = tiny_results["multiclass"][0].to_dict()
+    assert m["classes"] == [2, 4] and len(m["errors_all_per_seed"]["mamba"]["4"]) == 3
+    assert len(m["errors_all_se"]["linear"]["2"]) == 2
+
+    q = tiny_results["regression"][0].to_dict()
+    for key in ("one_layer/mamba", "one_layer/linear", "deep/mamba", "least_squares"):
+        pt = q["linreg_vs_alpha"][key][0]
+        assert len(pt["per_seed"]) == 3 and {"mean", "se"} <= set(pt)
+    assert len(q["app14"]["zero_one"]["mamba"][1]["per_seed"]) == 3
+
+
+def test_multiclass_two_classes_is_figure2_level_and_all_levels_error_bounds():
+    r = multiclass.run(multiclass.TINY, seeds=(0, 1), progress=False)
+    for kind in ("mamba", "linear"):
+        for i in range(len(r.alphas)):
+            e2, e4 = r.errors_all[kind]["2"][i], r.errors_all[kind]["4"][i]
+            lv = [r.errors_level[kind][h][i] for h in range(2)]
+            assert e2 == pytest.approx(lv[0], abs=1e-15)  # C = 2 is level 1 alone
+            assert max(lv) - 1e-15 <= e4 <= sum(lv) + 1e-15  # union bound, and at least the worse level
+
+
+def test_first_heads_of_a_deeper_model_are_the_shallower_model():
+    """Training H = 3 and reading its first two heads gives the H = 2 model (the loss is a sum over levels)."""
+    pre = dataclasses.replace(multiclass.TINY, classes=(2, 4, 8), train={k: dataclasses.replace(v, steps=12)
+                                                                          for k, v in fig2.FIG2.train.items()})
+    pat = fig2.patterns(fig2.FIG2)
+    three, _ = multiclass.train_heads(pre, "mamba", pat, (0, 1), H=3)
+    two, _ = multiclass.train_heads(pre, "mamba", pat, (0, 1), H=2)
+    for name in ("W_B", "W_C", "w"):
+        p3, p2 = getattr(three, name).detach(), getattr(two, name).detach()
+        for s in range(2):
+            assert torch.allclose(p3[3 * s : 3 * s + 2], p2[2 * s : 2 * s + 2], rtol=0, atol=1e-12)
+    one = build_model("mamba", 30, m=31, generators=torch_generators((0, 1), "init"))  # Figure 2's binary model
+    fit(one, synthetic_sampler(pat, pre.data, training_tasks(6)), seed=[0, 1], steps=12, batch_size=64, lr=fig2.FIG2.train["mamba"].lr,
+        progress=False)
+    assert torch.allclose(three.w.detach()[0], one.w.detach()[0], atol=1e-12)
+
+
+def test_boundary_grid_members_equal_separate_runs():
+    pre = dataclasses.replace(boundary.TINY, train={k: dataclasses.replace(v, steps=10)
+                                                    for k, v in fig2.FIG2.train.items()})
+    pat = fig2.patterns(fig2.FIG2)
+    seeds = (0, 2)
+    sampler = boundary.grid_sampler(pat, [dataclasses.replace(pre.data, p_a=p) for p in pre.p_as], training_tasks(6))
+    gens = torch_generators(seeds, "train")
+    pr, _ = sampler(4, gens)
+    for j, p in enumerate(pre.p_as):
+        for si, s in enumerate(seeds):
+            alone = training_prompts(pat, dataclasses.replace(pre.data, p_a=p), training_tasks(6), 4,
+                                     torch_generator(s, "train"))
+            assert torch.equal(pr[j * len(seeds) + si].P, alone.P)
+    # the generators end where one draw leaves them
+    ref = torch_generator(0, "train")
+    training_prompts(pat, pre.data, training_tasks(6), 4, ref)
+    assert torch.equal(gens[0].get_state(), ref.get_state())
+    stack, _ = boundary.train_grid(pre, "mamba", pat, seeds)
+    single = build_model("mamba", 30, m=31, generators=torch_generators(seeds, "init"))
+    fit(single, synthetic_sampler(pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6)),
+        seed=list(seeds), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr, progress=False)
+    assert torch.allclose(stack.w.detach()[2:4], single.w.detach(), rtol=0, atol=1e-12)
+
+
+def test_crossing_alpha_interpolates_and_censors():
+    a = (0.0, 0.2, 0.4, 0.6)
+    assert boundary.crossing_alpha(a, (0.1, 0.2, 0.3, 0.9), 0.25) == pytest.approx(0.3)
+    assert boundary.crossing_alpha(a, (0.3, 0.4, 0.5, 0.9), 0.25) == 0.0
+    assert math.isnan(boundary.crossing_alpha(a, (0.1, 0.1, 0.1, 0.2), 0.25))
+    assert boundary.crossing_alpha(a, (0.1, 0.25, 0.1, 0.9), 0.25) == pytest.approx(0.2)  # first crossing
+
+
+def test_gates_mamba_and_none_take_figure2_step_sizes():
+    assert gates.APP12.train["mamba"].lr == fig2.FIG2.train["mamba"].lr
+    assert gates.APP12.train["none"].lr == fig2.FIG2.train["linear"].lr
+    assert {g.family for g in gates.APP12.gates} >= {"mamba", "mamba2", "gated_retention", "retnet", "none"}
+
+
+def test_bad_inputs_raise_naming_the_field():
+    with pytest.raises(ValueError, match="classes"):
+        multiclass.MulticlassPreset(name="x", classes=(1,))  # fewer than 2 classes
+    with pytest.raises(ValueError, match="classes"):
+        multiclass.MulticlassPreset(name="x", classes=(6,))  # not 2^H
+    with pytest.raises(ValueError, match="alphas"):
+        multiclass.MulticlassPreset(name="x", alphas=(0.0, 1.0))
+    with pytest.raises(ValueError, match="alphas"):
+        boundary.BoundaryPreset(name="x", alphas=(-0.1, 0.5))
+    with pytest.raises(ValueError, match="p_as"):
+        boundary.BoundaryPreset(name="x", p_as=(0.2, 1.0))
+    with pytest.raises(ValueError, match="l_tss"):
+        boundary.BoundaryPreset(name="x", l_tss=(10, 0))
+    with pytest.raises(ValueError, match="level"):
+        boundary.BoundaryPreset(name="x", level=1.2)
+    with pytest.raises(ValueError, match="models"):
+        boundary.BoundaryPreset(name="x", models=("transformer",))
+    with pytest.raises(ValueError, match="family"):
+        gates.GatesPreset(name="x", gates=(GateConfig(family="s4"),), train={"s4": TrainConfig()})
+    with pytest.raises(ValueError, match="gamma"):
+        GateConfig(family="retnet", gamma=-0.9)
+    with pytest.raises(ValueError, match="alphas"):
+        dataclasses.replace(gates.TINY, alphas=(0.5, 1.5))
+    with pytest.raises(ValueError, match="budget"):
+        dataclasses.replace(gates.TINY, train={**gates.TINY.train, "none": dataclasses.replace(
+            gates.TINY.train["none"], steps=7)})
+    with pytest.raises(ValueError, match="p_a"):
+        regression.LinRegTask(p_a=1.0)
+    with pytest.raises(ValueError, match="kind"):
+        regression.LinRegTask(kind="gaussian")
+    with pytest.raises(ValueError, match="alphas"):
+        dataclasses.replace(regression.TINY, alphas=(1.0,))
+    with pytest.raises(ValueError, match="loss"):
+        dataclasses.replace(regression.TINY, one_layer={k: TrainConfig(m=6) for k in ("mamba", "linear")})
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "mambaicl", "reproduce", *map(str, args)], env=env, cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_cli_lists_and_writes_the_four_experiments(tmp_path, tiny_results):
+    listing = _cli("--list")
+    assert listing.returncode == 0
+    for name in MODULES:
+        assert f"\n{name} " in "\n" + listing.stdout
+    for name in ("multiclass", "gates"):
+        out = tmp_path / name
+        done = _cli(name, "--preset", "tiny", "--out", out, "--seeds", *SEEDS, "--quiet")
+        assert done.returncode == 0, done.stderr
+        assert (out / "results.json").read_text() == tiny_results[name][0].to_json()
+    bad = _cli("multiclass", "--preset", "nope", "--out", tmp_path / "x")
+    assert bad.returncode == 2 and "preset" in bad.stderr
