@@ -30,18 +30,23 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..config import (RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_reals,
-                      to_dict)
-from ..data import Patterns, all_tasks, make_patterns, test_outliers, training_prompts, training_tasks
-from ..evaluate import model_error, test_error
-from ..analysis.stats import error_mean_se
+from ..config import (RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
+                      check_reals, to_dict)
+from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_groups, test_outliers,
+                    test_prompts, training_prompts, training_tasks)
+from ..evaluate import errors_by_task_group, model_error, test_error
+from ..analysis.fits import breakdown_alpha
+from ..analysis.lemmas import pattern_attention
+from ..analysis.stats import CLAIM_SE, compare, error_mean_se
 from ..models import ONE_LAYER_KINDS, build_model
 from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
 from .base import Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["NAME", "DESCRIPTION", "Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "RESULT_KEYS", "Fig2Result", "patterns", "train_models", "run", "eta_search", "EtaSearch"]
+           "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "train_models",
+           "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_search", "EtaSearch", "eta_test_errors",
+           "breakdown_sweep", "Breakdown", "crossing_length"]
 
 NAME = "fig2"
 DESCRIPTION = "Figure 2 (§4.1): one-layer Mamba (both parametrisations) vs linear Transformer, error against alpha"
@@ -49,6 +54,8 @@ DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 #: key of each model kind in results.json and artifacts.pt (the file layout of the first release)
 RESULT_KEYS = {"mamba": "mamba", "linear": "linear_transformer", "mamba_merged": "mamba_merged"}
+#: task groups (:func:`mambaicl.data.task_groups`) on which the paper's "< 0.01" holds for Mamba (Chapter 4)
+CLAIM_GROUPS = ("training", "reversed", "distance 3")
 _ALPHAS = tuple(round(0.1 * i, 1) for i in range(10))
 
 
@@ -96,11 +103,16 @@ def _trains(mamba: float, merged: float, linear: float, **kw) -> dict:
 #: "plain": the first honest attempt. One step size for every model; test outliers exactly as strong
 #: as the training ones (kappa_a' = kappa_a, the lower end of Theorem 2(b)); K' = 1.5.
 PLAIN = Fig2Preset(name="plain", train=_trains(0.1, 0.1, 0.1), test=TestConfig(kappa_a_prime=2.0, K_prime=1.5))
-#: "fig2": step sizes from the search of Chapter 4 (lowest validation hinge loss on Definition 1
-#: prompts, i.e. on the *training* distribution, per model), and kappa_a' = kappa_a / L: the
-#: weakest test outlier (coefficients summing to L) then projects on the training outliers as
-#: strongly as a training outlier does (Theorem 2(a)-(b)).
-FIG2 = Fig2Preset(name="fig2", train=_trains(0.3, 0.1, 0.01), test=TestConfig(kappa_a_prime=round(2.0 / 0.3, 2)))
+#: "fig2": step sizes from the search of Chapter 4 (:func:`eta_search`: lowest mean validation hinge loss on
+#: Definition 1 prompts, i.e. on the *training* distribution, 5 seeds that are not Figure 2's; grids
+#: :data:`ETA_GRIDS`): 1.0 for both Mamba parametrisations (the largest step Theorems 1 and 3 allow, eta <= 1)
+#: and 0.01 for the linear Transformer; and kappa_a' = kappa_a / L: the weakest test outlier (coefficients
+#: summing to L) then projects on the training outliers as strongly as a training outlier does (a value
+#: inside Theorem 2(b)'s range [kappa_a, Theta(L^-1 ...)], chosen from the theorem's quantities).
+FIG2 = Fig2Preset(name="fig2", train=_trains(1.0, 1.0, 0.01), test=TestConfig(kappa_a_prime=round(2.0 / 0.3, 2)))
+#: the step-size grids of the search (Chapter 4); the Mamba grids end at eta = 1, Theorems 1 and 3's limit
+ETA_GRIDS = {"mamba": (0.01, 0.03, 0.1, 0.3, 1.0), "mamba_merged": (0.01, 0.03, 0.1, 0.3, 1.0),
+             "linear": (0.001, 0.003, 0.01, 0.03, 0.1)}
 #: "tiny": a seconds-long smoke test of the pipeline (CLI tests); not a result of the book.
 TINY = dataclasses.replace(FIG2, name="tiny", train={k: dataclasses.replace(v, steps=60) for k, v in FIG2.train.items()},
                            alphas=(0.0, 0.5, 0.8), n_test=400)
@@ -194,6 +206,60 @@ def preset_config(preset: Fig2Preset) -> dict:
     return cfg
 
 
+@dataclass
+class Sweep:
+    """Test errors of several models over ``alphas`` and rules, per seed, with means and standard errors.
+
+    ``per_seed[key][rule][s][i]`` is seed ``s``'s error at ``alphas[i]``; ``mean`` and ``se`` are over seeds
+    (:func:`mambaicl.analysis.stats.error_mean_se`, seeds and ``n`` test prompts counted).
+    """
+
+    alphas: list
+    n: int
+    per_seed: dict
+    mean: dict
+    se: dict
+
+
+def claim_tasks(M1: int) -> torch.Tensor:
+    """The tasks of :data:`CLAIM_GROUPS` (the 18 of the 30 tasks of ``M1 = 6`` on which Mamba's
+    "< 0.01" holds in Chapter 4): training tasks, training tasks reversed, patterns opposite on the cycle."""
+    tasks = all_tasks(M1)
+    keep = torch.tensor([g in CLAIM_GROUPS for g in task_groups(tasks, M1)])
+    return tasks[keep]
+
+
+def sweep(stacks: dict, pat: Patterns, preset: Fig2Preset, seeds, *, tasks=None, stage: str = "test",
+          n: int | None = None, alphas=None, rules=None, test: TestConfig | None = None) -> Sweep:
+    """Error of every stack in ``stacks`` (``{kind: OneLayerStack}``) at each ``alpha`` and rule.
+
+    Seed ``s`` is tested on prompts from the stream ``(s, "<stage>/<rule>/<alpha>")`` drawn from
+    ``tasks`` (default: all of ``T``); every model of a seed sees the same prompts.
+
+    Args:
+        n: test prompts per (model, rule, alpha, seed); default ``preset.n_test``.
+        test: the test shift (default ``preset.test``); ``rule`` and ``alpha`` are swept.
+    """
+    seeds = resolve_seeds(seeds)
+    n = preset.n_test if n is None else check_int("n", n, 1)
+    alphas = list(preset.alphas if alphas is None else check_reals("alphas", alphas, 0.0, 1.0, high_open=True))
+    rules = list(preset.rules if rules is None else rules)
+    tasks = all_tasks(preset.data.M1) if tasks is None else tasks
+    test = preset.test if test is None else test
+    per_seed, mean, se = {}, {}, {}
+    for kind, stack in stacks.items():
+        key = RESULT_KEYS[kind]
+        per_seed[key], mean[key], se[key] = {}, {}, {}
+        for rule in rules:
+            rows = [test_error(stack, pat, dataclasses.replace(test, rule=rule, alpha=float(a)), tasks, n,
+                               torch_generators(seeds, f"{stage}/{rule}/{float(a)}")) for a in alphas]  # [alpha][seed]
+            stats = [error_mean_se(r, n) for r in rows]
+            mean[key][rule] = [m for m, _ in stats]
+            se[key][rule] = [s for _, s in stats]
+            per_seed[key][rule] = [[rows[i][s] for i in range(len(rows))] for s in range(len(seeds))]
+    return Sweep(alphas=alphas, n=n, per_seed=per_seed, mean=mean, se=se)
+
+
 def run(preset: Fig2Preset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> Fig2Result:
     """Train every model of ``preset`` for every seed and sweep alpha for every rule.
 
@@ -202,61 +268,237 @@ def run(preset: Fig2Preset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress
     seeds = resolve_seeds(seeds)
     pat = patterns(preset)
     trained = train_models(preset, pat, seeds, device=device, progress=progress)
-    tasks = all_tasks(preset.data.M1)
-    errors, per_seed, ses = {}, {}, {}
-    for kind, (stack, _) in trained.items():
-        key = RESULT_KEYS[kind]
-        errors[key], per_seed[key], ses[key] = {}, {}, {}
-        for rule in preset.rules:
-            rows = []  # [alpha][seed]
-            for a in preset.alphas:
-                test = dataclasses.replace(preset.test, rule=rule, alpha=float(a))
-                rows.append(test_error(stack, pat, test, tasks, preset.n_test,
-                                       torch_generators(seeds, f"test/{rule}/{float(a)}")))
-            stats = [error_mean_se(r, preset.n_test) for r in rows]
-            errors[key][rule] = [m for m, _ in stats]
-            ses[key][rule] = [se for _, se in stats]
-            per_seed[key][rule] = [[rows[i][s] for i in range(len(rows))] for s in range(len(seeds))]
+    sw = sweep({k: s for k, (s, _) in trained.items()}, pat, preset, seeds)
     final = {RESULT_KEYS[k]: sum(h.loss[-1]) / len(h.loss[-1]) for k, (_, h) in trained.items()}
     return Fig2Result(preset=preset.name, seed=seeds[0], seeds=list(seeds), alphas=list(preset.alphas),
-                      rules=list(preset.rules), n_test=preset.n_test, errors=errors, errors_per_seed=per_seed,
-                      errors_se=ses, final_train_loss=final, config=preset_config(preset),
+                      rules=list(preset.rules), n_test=preset.n_test, errors=sw.mean, errors_per_seed=sw.per_seed,
+                      errors_se=sw.se, final_train_loss=final, config=preset_config(preset),
                       models={k: s for k, (s, _) in trained.items()},
                       histories={k: h for k, (_, h) in trained.items()}, patterns=pat, spec=preset)
 
 
+def group_errors(stack, pat: Patterns, test: TestConfig, seeds, n: int, stage: str) -> dict:
+    """Error of each seed of ``stack`` on each task group of :func:`mambaicl.data.task_groups`.
+
+    Returns ``{group: [error of seed s]}``, ``n`` prompts per group and seed, from the streams ``(s, stage)``.
+    """
+    return errors_by_task_group(stack, pat, test, n, torch_generators(resolve_seeds(seeds), stage))
+
+
+def attention_by_distance(stack, mu: torch.Tensor) -> torch.Tensor:
+    """Mean pattern attention (:func:`mambaicl.analysis.lemmas.pattern_attention`) over the pattern pairs
+    ``k`` steps apart on the training cycle, ``k = 0..M1//2``, for every seed: ``(S, M1//2 + 1)``."""
+    with torch.no_grad():
+        A = pattern_attention(stack.bilinear(mu.dtype), mu)  # (S, M1, M1)
+    dist = cyclic_distance(mu.shape[0])
+    return torch.stack([A[:, dist == k].mean(-1) for k in range(int(dist.max()) + 1)], dim=-1)
+
+
+def below_up_to(alphas, mean, se, level: float = 0.01) -> float:
+    """The largest ``alpha`` up to which *every* error is below ``level`` by the 2-SE rule
+    (``mean + 2 SE < level`` at each ``alpha`` from the first); ``nan`` if the first is not."""
+    if not (len(alphas) == len(mean) == len(se)) or not len(alphas):
+        raise ValueError("alphas, mean and se must be non-empty and aligned; "
+                         f"got {len(alphas)}, {len(mean)}, {len(se)}")
+    last = float("nan")
+    for a, m, s in zip(alphas, mean, se):
+        if not m + CLAIM_SE * s < level:
+            break
+        last = float(a)
+    return last
+
+
 @dataclass
 class EtaSearch(Result):
-    """Validation hinge loss and 0-1 error (mean over seeds) of each step size, per model."""
+    """Validation hinge loss and 0-1 error of each step size, per model and seed.
+
+    ``best`` is the step size with the lowest mean validation hinge loss; :meth:`versus_best` says, by the
+    2-SE rule (paired over seeds), whether another step size is distinguishable from it.
+    """
 
     kind: str
     lrs: list
     seeds: list
     hinge: list  # mean over seeds; inf where a seed diverged
-    error: list
+    hinge_se: list
+    hinge_per_seed: list  # [lr][seed]
+    error: list  # mean 0-1 error over seeds
     best: float
+    steps: int
+    stack: object = internal()  # the trained OneLayerStack, member k * S + s = (lrs[k], seeds[s]); None if unbatched
+
+    def rows(self) -> list:
+        """``(lr, hinge, hinge SE, 0-1 error)`` per step size, for a table."""
+        return list(zip(self.lrs, self.hinge, self.hinge_se, self.error))
+
+    def versus_best(self, lr: float):
+        """:func:`mambaicl.analysis.stats.compare` of step size ``lr``'s hinge loss with the best one's."""
+        i, j = self.lrs.index(lr), self.lrs.index(self.best)
+        return compare(self.hinge_per_seed[i], self.hinge_per_seed[j])
 
 
-def eta_search(preset: Fig2Preset, kind: str, lrs, seeds=(0, 1, 2), n_val: int = 4000) -> EtaSearch:
+def _train_lr_batch(preset: Fig2Preset, pat: Patterns, kind: str, lrs: tuple, seeds: tuple):
+    """Train ``len(lrs) * len(seeds)`` models of ``kind`` as one stack, member ``k * S + s`` with step size
+    ``lrs[k]``, initialisation ``(s, "init")`` and training prompts ``(s, "train")``.
+
+    Plain SGD with step ``max(lrs)`` on gradients scaled by ``lrs[k] / max(lrs)`` per member: the update
+    of member ``(k, s)`` is ``lrs[k]`` times its own gradient, as in a separate run (up to rounding).
+    """
+    tr = preset.train[kind]
+    if tr.optimizer != "sgd":
+        raise ValueError(f"a batched step-size search needs plain SGD (Algorithm 1); got optimizer {tr.optimizer!r}")
+    S, top = len(seeds), max(lrs)
+    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype,
+                        generators=[torch_generator(s, "init") for _ in lrs for s in seeds])
+    scale = torch.tensor([lr / top for lr in lrs for _ in seeds], dtype=pat.mu.dtype)  # (K S,)
+    for p in stack.parameters():
+        p.register_hook(lambda g, c=scale: g * c.view(-1, *([1] * (g.dim() - 1))))
+    base = synthetic_sampler(pat, preset.data, training_tasks(preset.data.M1))
+    gens = torch_generators(seeds, "train")
+    member_seed = torch.arange(S).repeat(len(lrs))  # (K S,): which seed's prompts each member sees
+
+    def sample(batch: int, _unused):  # fit's own streams are unused: every member reads its seed's prompts
+        pr, z = base(batch, gens)
+        return pr[member_seed], z[member_seed]
+
+    fit(stack, sample, seed=list(range(len(lrs) * S)), progress=False, record_every=max(tr.steps, 1),
+        **dict(fit_kwargs(tr), lr=top))
+    return stack, member_seed
+
+
+def eta_search(preset: Fig2Preset, kind: str, lrs, seeds=(5, 6, 7, 8, 9), n_val: int = 4000) -> EtaSearch:
     """Step-size search on the *training* distribution: validation hinge loss on Definition 1 prompts
-    (training tasks, stream ``(seed, "validation")``) after training with each ``lr``; the best is
-    the lowest mean hinge loss. A step size at which any seed diverges scores ``inf``."""
+    (training tasks, stream ``(seed, "validation")``, the same prompts for every step size) after training
+    with each ``lr`` for ``preset.train[kind].steps`` steps; the best has the lowest mean over seeds. All
+    step sizes and seeds train as one batch (:func:`_train_lr_batch`); if that batch diverges, each step
+    size is retrained alone and one at which any seed diverges scores ``inf``. The default seeds are not
+    Figure 2's, so that the figure's runs play no part in choosing their step size."""
     seeds = resolve_seeds(seeds)
     lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
+    check_choice("kind", kind, preset.models)
     pat = patterns(preset)
     val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val,
                            torch_generators(seeds, "validation"))
-    hinge, error = [], []
-    for lr in lrs:
-        pre = dataclasses.replace(preset, train={kind: dataclasses.replace(preset.train[kind], lr=lr)})
-        try:
-            stack, _ = train_models(pre, pat, seeds)[kind]
-        except FloatingPointError:
-            hinge.append(float("inf"))
-            error.append(1.0)
-            continue
+    S = len(seeds)
+    per_seed, error, stack = [], [], None
+    try:
+        stack, member_seed = _train_lr_batch(preset, pat, kind, lrs, seeds)
+        vals = val[member_seed]
         with torch.no_grad():
-            hinge.append(float(loss_per_model("hinge", stack(val), val.z).mean()))
-        error.append(sum(model_error(stack, val, val.z)) / len(seeds))
+            h = loss_per_model("hinge", stack(vals), vals.z).tolist()
+        e = model_error(stack, vals, vals.z)
+        per_seed = [h[k * S:(k + 1) * S] for k in range(len(lrs))]
+        error = [sum(e[k * S:(k + 1) * S]) / S for k in range(len(lrs))]
+    except FloatingPointError:
+        stack = None
+        for lr in lrs:
+            pre = dataclasses.replace(preset, train={kind: dataclasses.replace(preset.train[kind], lr=lr)})
+            try:
+                st, _ = train_models(pre, pat, seeds)[kind]
+            except FloatingPointError:
+                per_seed.append([float("inf")] * S)
+                error.append(1.0)
+                continue
+            with torch.no_grad():
+                per_seed.append(loss_per_model("hinge", st(val), val.z).tolist())
+            error.append(sum(model_error(st, val, val.z)) / S)
+    stats = [error_mean_se(h) if all(map(_finite, h)) else (float("inf"), float("nan")) for h in per_seed]
+    hinge = [m for m, _ in stats]
     best = lrs[min(range(len(lrs)), key=lambda i: hinge[i])]
-    return EtaSearch(kind=kind, lrs=list(lrs), seeds=list(seeds), hinge=hinge, error=error, best=best)
+    return EtaSearch(kind=kind, lrs=list(lrs), seeds=list(seeds), hinge=hinge, hinge_se=[s for _, s in stats],
+                     hinge_per_seed=per_seed, error=error, best=best, steps=preset.train[kind].steps, stack=stack)
+
+
+def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str = "A", n: int = 2000,
+                    tasks=None) -> dict:
+    """A diagnostic *after* the search: test error (Definition 2, ``preset.test``) of every step size's
+    models, ``{lr: [[error of seed s at alphas[i]]]}``; seed ``s`` is tested on prompts from the streams
+    ``(s, "eta-test/<rule>/<alpha>")``, the same for every step size. Needs a batched search."""
+    if search.stack is None:
+        raise ValueError("eta_test_errors needs the stack of a batched search (search.stack is None)")
+    pat = patterns(preset)
+    S, K = len(search.seeds), len(search.lrs)
+    member_seed = torch.arange(S).repeat(K)
+    tasks = all_tasks(preset.data.M1) if tasks is None else tasks
+    out = {lr: [[0.0] * len(alphas) for _ in range(S)] for lr in search.lrs}
+    for i, a in enumerate(alphas):
+        test = dataclasses.replace(preset.test, rule=rule, alpha=float(a))
+        pr = test_prompts(pat, test, tasks, n, torch_generators(search.seeds, f"eta-test/{rule}/{float(a)}"))
+        errs = model_error(search.stack, pr[member_seed], pr.z[member_seed])
+        for k, lr in enumerate(search.lrs):
+            for s in range(S):
+                out[lr][s][i] = errs[k * S + s]
+    return out
+
+
+def _finite(x: float) -> bool:
+    return x == x and abs(x) != float("inf")
+
+
+@dataclass
+class Breakdown:
+    """Where each model breaks down (Theorems 2(c) and 4(c)): per (p_a, l_ts), the first alpha whose error
+    exceeds the error at ``alpha = 0`` by more than ``jump`` (:func:`mambaicl.analysis.fits.breakdown_alpha`),
+    per seed; ``1.0`` stands for "not on the grid"."""
+
+    p_as: list
+    l_tss: list
+    alphas: list
+    jump: float
+    n: int
+    per_seed: dict  # per_seed[key][(p_a, l_ts)] = [breakdown alpha of seed s]
+    errors: dict  # errors[key][(p_a, l_ts)] = [[error of seed s at alphas[i]]]
+    bound_mamba: dict  # (p_a, l_ts) -> min(1, p_a l_tr / l_ts)
+
+
+def breakdown_sweep(preset: Fig2Preset, pat: Patterns, seeds, *, p_as=(0.3, 0.6), l_tss=(10, 20, 40),
+                    kinds=("mamba", "mamba_merged", "linear"), trained: dict | None = None, n: int = 2000,
+                    jump: float = 0.1, rule: str = "A") -> Breakdown:
+    """Train each kind at each ``p_a`` (reusing ``trained[p_a] = {kind: stack}`` where given) and find each
+    seed's break-down ``alpha`` for each test length ``l_ts`` (rule ``rule``, all tasks, ``n`` prompts,
+    streams ``(s, "breakdown/<p_a>/<l_ts>/<alpha>")``)."""
+    seeds = resolve_seeds(seeds)
+    trained = dict(trained or {})
+    alphas = list(preset.alphas)
+    per_seed = {RESULT_KEYS[k]: {} for k in kinds}
+    errors = {RESULT_KEYS[k]: {} for k in kinds}
+    bound = {}
+    for p_a in p_as:
+        pre = dataclasses.replace(preset, data=dataclasses.replace(preset.data, p_a=p_a))
+        have = trained.get(p_a, {})
+        missing = tuple(k for k in kinds if k not in have)
+        stacks = dict(have)
+        if missing:
+            stacks.update({k: s for k, (s, _) in train_models(pre, pat, seeds, kinds=missing).items()})
+        for l_ts in l_tss:
+            bound[(p_a, l_ts)] = min(1.0, p_a * preset.data.l_tr / l_ts)
+            test = dataclasses.replace(preset.test, l_ts=l_ts)
+            sw = sweep({k: stacks[k] for k in kinds}, pat, pre, seeds, stage=f"breakdown/{p_a}/{l_ts}", n=n,
+                       rules=[rule], test=test)
+            for k in kinds:
+                key = RESULT_KEYS[k]
+                rows = sw.per_seed[key][rule]
+                errors[key][(p_a, l_ts)] = rows
+                bd = [breakdown_alpha(alphas, r, jump) for r in rows]
+                per_seed[key][(p_a, l_ts)] = [1.0 if b != b else b for b in bd]
+    return Breakdown(p_as=list(p_as), l_tss=list(l_tss), alphas=alphas, jump=jump, n=n, per_seed=per_seed,
+                     errors=errors, bound_mamba=bound)
+
+
+def crossing_length(lengths, errors, eps: float) -> float:
+    """The prompt length at which an error curve first falls to ``eps``: linear interpolation of ``log error``
+    against ``log length`` between the last grid point above ``eps`` and the first at or below it.
+    ``lengths[0]`` if the first error is already at most ``eps``; ``inf`` if no error on the grid is."""
+    import math
+
+    if len(lengths) != len(errors) or len(lengths) < 1:
+        raise ValueError(f"lengths and errors must be non-empty and aligned; got {len(lengths)} and {len(errors)}")
+    check_real("eps", eps, 0.0, 1.0, low_open=True)
+    if errors[0] <= eps:
+        return float(lengths[0])
+    for k in range(1, len(lengths)):
+        if errors[k] <= eps:
+            e0, e1 = math.log(errors[k - 1]), math.log(max(errors[k], 1e-12))
+            x0, x1 = math.log(lengths[k - 1]), math.log(lengths[k])
+            return float(math.exp(x0 + (math.log(eps) - e0) * (x1 - x0) / (e1 - e0)))
+    return float("inf")
