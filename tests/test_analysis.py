@@ -71,3 +71,78 @@ def test_first_below_smooth_and_breakdown():
     np.testing.assert_allclose(smooth([0, 3, 6, 9], 3), [1.5, 3.0, 6.0, 7.5])
     assert breakdown_alpha([0.0, 0.4, 0.6], [0.01, 0.05, 0.3]) == 0.6
     assert math.isnan(breakdown_alpha([0.0, 0.4], [0.01, 0.05]))
+
+
+# ---------------------------------------------------------------- Chapter 3: counts, early rates, stacked probes
+
+
+def test_crossing_and_relaxation_times():
+    from mambaicl.analysis.fits import crossing_time, relaxation_time
+
+    assert crossing_time([0, 1, 2, 3], [1.0, 0.8, 0.4, 0.2], 0.6) == pytest.approx(1.5)  # halfway from 0.8 to 0.4
+    assert crossing_time([0, 10, 20], [1.0, 0.5, 0.0], 0.75) == pytest.approx(5.0)
+    assert crossing_time([0, 1], [0.1, 0.0], 0.5) == 0.0  # starts below the target
+    assert crossing_time([0, 1], [1.0, 0.9], 0.5) == math.inf
+    t = np.linspace(0, 200, 2001)
+    tau = 17.0
+    y = 0.2 + 0.7 * np.exp(-t / tau)
+    assert relaxation_time(t, y, end=0.2) == pytest.approx(tau * math.log(2), rel=1e-3)
+    assert relaxation_time(t, y, fraction=0.25, end=0.2) == pytest.approx(tau * math.log(4), rel=1e-3)
+    with pytest.raises(ValueError, match="start above"):
+        relaxation_time([0, 1, 2], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="fraction"):
+        relaxation_time([0, 1], [1.0, 0.0], fraction=1.0)
+    with pytest.raises(ValueError, match="increasing"):
+        crossing_time([0, 0], [1.0, 0.0], 0.5)
+
+
+def test_window_slope_of_a_line_and_a_kink():
+    from mambaicl.analysis.fits import window_slope
+
+    steps = list(range(20))
+    assert window_slope(steps, [3.0 - 0.25 * t for t in steps], 5) == pytest.approx(-0.25)
+    kink = [-0.1 * t if t <= 4 else -0.4 - 2.0 * (t - 4) for t in steps]
+    assert window_slope(steps, kink, 4) == pytest.approx(-0.1)  # only the records up to t = 4 count
+    with pytest.raises(ValueError, match="two records"):
+        window_slope(steps, kink, 0.5)
+
+
+def test_lemma4_rates_and_horizon_formulas():
+    from mambaicl.analysis.lemmas import lemma4_horizon, lemma4_rates
+
+    v, mu = lemma4_rates(0.3, 0.6, 3.0, 2.0, 6, 3)
+    assert v == pytest.approx(0.3 * 9 * 2 * 0.4 / 3) and mu == pytest.approx(0.3 * 0.4 * 9 / 6)
+    assert mu / v == pytest.approx(3 / (6 * 2))  # V / (M1 kappa_a)
+    a = 3 / (0.3 * 9 * 2 * 0.4)
+    b = 6 ** (2 / 3) * 3 ** (-2 / 3) * 2 ** (-1 / 3) * 3 ** (1 / 3) / (0.3 * 0.4)
+    assert lemma4_horizon(0.3, 0.6, 3.0, 2.0, 6, 3) == pytest.approx(min(a, b))
+
+
+@pytest.mark.parametrize("kind", ["mamba", "linear"])
+def test_stack_probes_equal_the_single_model_probes(kind):
+    import torch
+
+    from mambaicl.analysis.lemmas import make_probes, stack_probes
+    from mambaicl.config import DataConfig
+    from mambaicl.data import make_patterns, training_prompts, training_tasks
+    from mambaicl.models import build_model
+    from mambaicl.seeding import torch_generator, torch_generators
+
+    data = DataConfig()
+    pat = make_patterns(data, torch_generator(0, "patterns"))
+    stack = build_model(kind, data.d, generators=torch_generators((0, 1, 2), "init"))
+    with torch.no_grad():  # move away from the initialisation so that every probe is non-trivial
+        for p in stack.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(3), dtype=p.dtype))
+    pr = training_prompts(pat, data, training_tasks(data.M1), 50, torch_generators((0, 1, 2), "validation"))
+    got = stack_probes(stack, pat, pr)
+    for s in range(3):
+        single = make_probes(pat, pr[s], gated=(kind == "mamba"))
+        member = stack.member(s)
+        for name, probe in single.items():
+            if name in got:
+                with torch.no_grad():
+                    expected = float(probe(member))
+                assert float(got[name][s]) == pytest.approx(expected, rel=1e-9, abs=1e-12), name
+    assert set(got) >= {"attn_dist0", "attn_dist1", "muWBmu", "muWCmu"}
+    assert kind == "linear" or {"w_v", "w_mu", "wp_clean", "wp_outlier", "gate_sum", "lemma6"} <= set(got)

@@ -10,6 +10,10 @@ function          what it measures
 ``first_below``   the first step at which a moving average of a loss falls below a target
 ``smooth``        a centred moving average, for plotting noisy training curves
 ``breakdown_alpha``  the first ``alpha`` whose error exceeds the error at the first by a jump
+``crossing_time``    the first time a recorded curve falls to a target, linearly interpolated
+``relaxation_time``  the time a curve needs to lose a fraction of its excess over its final
+                  value (the half-life of the excess loss: Chapter 3's iteration count)
+``window_slope``  the least-squares slope of a curve over an initial window (early-phase rates)
 ================  ===================================================================
 """
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["decay_stats", "SlopeFit", "loglog_slope", "first_below", "smooth", "breakdown_alpha", "t_quantile"]
+__all__ = ["decay_stats", "SlopeFit", "loglog_slope", "first_below", "smooth", "breakdown_alpha", "t_quantile",
+           "crossing_time", "relaxation_time", "window_slope"]
 
 
 def decay_stats(values: Sequence[float]) -> tuple[np.ndarray, float, float]:
@@ -133,3 +138,62 @@ def breakdown_alpha(alphas: Sequence[float], errors: Sequence[float], jump: floa
         if e > errors[0] + jump:
             return float(a)
     return float("nan")
+
+
+def _curve(steps, values) -> tuple[np.ndarray, np.ndarray]:
+    t, y = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
+    if t.ndim != 1 or t.shape != y.shape or len(t) < 2:
+        raise ValueError(f"steps and values must be aligned 1-d sequences of >= 2 points; got {t.shape} and {y.shape}")
+    if not np.all(np.diff(t) > 0):
+        raise ValueError("steps must be strictly increasing")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("values must be finite")
+    return t, y
+
+
+def crossing_time(steps: Sequence[float], values: Sequence[float], target: float) -> float:
+    """The first time the piecewise-linear curve through ``(steps, values)`` reaches ``target`` from above.
+
+    Returns ``steps[0]`` if the curve starts at or below ``target`` and ``inf`` if it never gets there.
+    Between two records the curve is interpolated linearly, so the answer is a real number.
+    """
+    t, y = _curve(steps, values)
+    below = np.nonzero(y <= target)[0]
+    if not len(below):
+        return math.inf
+    k = int(below[0])
+    if k == 0:
+        return float(t[0])
+    y0, y1 = y[k - 1], y[k]  # y0 > target >= y1
+    return float(t[k - 1] + (t[k] - t[k - 1]) * (y0 - target) / (y0 - y1))
+
+
+def relaxation_time(steps: Sequence[float], values: Sequence[float], fraction: float = 0.5,
+                    end: float | None = None) -> float:
+    """The first time the excess ``values - end`` has fallen to ``fraction`` of its initial value.
+
+    ``end`` defaults to the last recorded value. With ``fraction = 1/2`` this is the half-life of the
+    excess: for ``y(t) = c + a exp(-t / tau)`` (and ``end = c``) it is ``tau log 2``. By construction
+    the curve starts above the target (when ``values[0] > end``) and reaches it (the last value is
+    ``end``), whatever its initial level.
+
+    Raises:
+        ValueError: ``fraction`` outside ``(0, 1)``, or the curve does not start above ``end``.
+    """
+    t, y = _curve(steps, values)
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must lie in (0, 1); got {fraction!r}")
+    end = float(y[-1]) if end is None else float(end)
+    if not y[0] > end:
+        raise ValueError(f"the curve must start above its end value {end:.6g}; it starts at {y[0]:.6g}")
+    return crossing_time(t, y, end + fraction * (y[0] - end))
+
+
+def window_slope(steps: Sequence[float], values: Sequence[float], t_max: float) -> float:
+    """Least-squares slope of ``values`` against ``steps`` over the records with ``steps <= t_max``
+    (at least two records are needed)."""
+    t, y = _curve(steps, values)
+    keep = t <= t_max
+    if keep.sum() < 2:
+        raise ValueError(f"need at least two records with steps <= t_max = {t_max!r}; got {int(keep.sum())}")
+    return float(np.polyfit(t[keep], y[keep], 1)[0])

@@ -10,19 +10,26 @@ Glossary (code name -> paper symbol):
 ``wp_clean``       mean ``w^T p_i`` over clean / outlier context examples (Eq. (12)-(14))
 ``gate_sum``       ``sum_i G_{i,l+1}(w)`` over context examples (Lemma 6 bounds it by 1)
 ``lemma6``         ``sum_i G_{i,l+1}(w) (l - i + 1)`` (Lemma 6)
+``lemma4_rates``   Lemma 4's per-step rates ``eta beta^2 kappa_a (1-p_a) / V`` (for ``v*^T w``)
+                   and ``eta (1-p_a) beta^2 / M1`` (for ``(mu_j^T, 0) w``)
+``lemma4_horizon`` Lemma 4's early phase ``t <~ min{...}`` with the hidden constant set to 1
 =================  ===========================================================
 
-Every probe takes a single one-layer model (a member of a seed stack:
-:meth:`mambaicl.models.OneLayerStack.member`).
+The probes of :func:`make_probes` take a single one-layer model (a member of a seed stack:
+:meth:`mambaicl.models.OneLayerStack.member`); :func:`stack_probes` measures the same quantities
+for every member of a :class:`mambaicl.models.OneLayerStack` at once, on stacked prompts.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
 from ..data import Patterns, Prompts, cyclic_distance
 from ..models import gate_from_logits
 
-__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probes"]
+__all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sums", "make_probes", "stack_probes",
+           "lemma4_rates", "lemma4_horizon"]
 
 
 def pad(vectors: torch.Tensor, n: int) -> torch.Tensor:
@@ -87,3 +94,68 @@ def make_probes(pat: Patterns, pr: Prompts, gated: bool) -> dict:
             "lemma6": lambda m: lemma6_sums(m.w, pr.P)[1],
         })
     return probes
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the entries where ``mask`` holds, per leading (seed) index; ``nan`` if none."""
+    m = mask.to(x.dtype)
+    dims = tuple(range(1, x.dim()))
+    count = m.sum(dims)
+    return torch.where(count > 0, (x * m).sum(dims) / count.clamp(min=1), torch.full_like(count, math.nan))
+
+
+@torch.no_grad()
+def stack_probes(stack, pat: Patterns, pr: Prompts) -> dict:
+    """The probes of :func:`make_probes` for every member of a one-layer seed stack at once.
+
+    Args:
+        stack: a :class:`mambaicl.models.OneLayerStack` of ``S`` members.
+        pat: the patterns the members were trained on (shared by all members).
+        pr: stacked prompts ``(S, n, ...)``: member ``s`` is measured on ``pr[s]``.
+
+    Returns:
+        ``name -> (S,)`` tensor: ``attn_dist{k}`` (mean of :func:`pattern_attention` over pattern pairs
+        ``k`` steps apart on the training cycle), ``muWBmu`` / ``muWCmu`` (mean Lemma 3 diagonal; paper
+        parametrisation only), and for gated kinds ``w_v``, ``w_mu``, ``wp_clean``, ``wp_outlier``,
+        ``gate_sum``, ``lemma6`` (as in :func:`make_probes`).
+    """
+    mu = pat.mu
+    M = stack.bilinear(mu.dtype)  # (S, D, D)
+    U = pad(mu, M.shape[-1])  # (M1, D)
+    A = U @ M @ U.T  # (S, M1, M1): pattern_attention of every member
+    dist = cyclic_distance(mu.shape[0])
+    out = {f"attn_dist{k}": A[:, dist == k].mean(-1) for k in range(int(dist.max()) + 1)}
+    for name, key in (("W_B", "muWBmu"), ("W_C", "muWCmu")):
+        if hasattr(stack, name):
+            W = getattr(stack, name).to(mu.dtype)  # (S, m, d+1)
+            out[key] = torch.einsum("jm,smn,jn->sj", pad(mu, W.shape[1]), W, pad(mu, W.shape[2])).mean(-1)
+    if not stack.gated:
+        return out
+    w = stack.w.to(mu.dtype)  # (S, d+1)
+    out["w_v"] = (pad(pat.v, w.shape[1]) @ w.T).mean(0)  # (S,)
+    out["w_mu"] = (pad(mu, w.shape[1]) @ w.T).mean(0)
+    logits = stack.logits(pr)  # (S, n, l+1)
+    l = pr.l
+    ctx = logits[..., :l]
+    out["wp_clean"] = _masked_mean(ctx, ~pr.outlier)
+    out["wp_outlier"] = _masked_mean(ctx, pr.outlier)
+    G = gate_from_logits(logits)[..., :l]  # (S, n, l)
+    dist_q = torch.arange(l, 0, -1, dtype=G.dtype, device=G.device)  # l - i + 1 for i = 1..l
+    out["gate_sum"] = G.sum(-1).mean(-1)
+    out["lemma6"] = (G * dist_q).sum(-1).mean(-1)
+    return out
+
+
+def lemma4_rates(lr: float, p_a: float, beta: float, kappa_a: float, M1: int, V: int) -> tuple[float, float]:
+    """Lemma 4's per-step rates of decrease (hidden constants set to 1), the linear terms only:
+    ``eta beta^2 kappa_a (1 - p_a) / V`` for ``v*_s^T w`` and ``eta (1 - p_a) beta^2 / M1`` for
+    ``(mu_j^T, 0) w``. Their ratio, ``V / (M1 kappa_a)``, is free of ``eta``, ``beta`` and ``p_a``."""
+    return lr * beta ** 2 * kappa_a * (1 - p_a) / V, lr * (1 - p_a) * beta ** 2 / M1
+
+
+def lemma4_horizon(lr: float, p_a: float, beta: float, kappa_a: float, M1: int, V: int) -> float:
+    """Lemma 4's early phase ``t <~ min{eta^-1 beta^-2 kappa_a^-1 (1-p_a)^-1 V,
+    eta^-1 M1^(2/3) beta^(-2/3) kappa_a^(-1/3) (1-p_a)^-1 V^(1/3)}`` with the hidden constant set to 1."""
+    a = V / (lr * beta ** 2 * kappa_a * (1 - p_a))
+    b = M1 ** (2 / 3) * beta ** (-2 / 3) * kappa_a ** (-1 / 3) * V ** (1 / 3) / (lr * (1 - p_a))
+    return min(a, b)
