@@ -1,0 +1,576 @@
+"""Chapter 3: the training dynamics of Algorithm 1 (Lemmas 3-6) and Theorems 1 and 3 as scaling laws.
+
+Glossary (code name -> paper symbol):
+
+====================  =====================================================================
+``DynamicsPreset``    the data (Figure 2's, §4.1), each model's base step size ``eta`` (Figure
+                      2's), the sweep grids and the measurement settings
+``Setting``           one point of a sweep: a model kind, a :class:`DataConfig` and ``eta``
+``FACTORS``           the swept factors of ``T_M = Theta(eta^-1 (1-p_a)^-1 beta^-2 M1)`` and of
+                      ``T_T = T_M / Theta(l_tr)``: ``lr`` (``eta``), ``one_minus_p_a``
+                      (``1 - p_a``), ``beta``, ``M1``, ``l_tr``
+``PREDICTED``         the exponent of each factor in ``T_M`` (Theorem 1, Eq. (2)) and ``T_T``
+                      (Theorem 3(iv))
+``T``                 the iteration count: the half-life of the excess population hinge loss,
+                      :func:`mambaicl.analysis.fits.relaxation_time` (see below)
+``slot``              one (setting, seed) member of a seed stack
+====================  =====================================================================
+
+**The iteration count.** Theorems 1 and 3 bound the iterations after which the expected hinge
+loss is at most ``epsilon``. A fixed ``epsilon`` cannot be used for both models: the linear
+Transformer's initial attention ``delta^2 I`` already sums ``l_tr`` example votes, so at
+``l_tr >= 20`` its initial loss is below any level Mamba needs hundreds of steps to reach, and
+its loss stops at a plateau set by the outliers' random labels (about 0.09 at Figure 2's
+settings, 0.44 at ``p_a = 0.8``). We therefore count, for every run, the first step at which the
+*excess* population hinge loss ``L(t) - L(T_end)`` has fallen to ``fraction`` (1/2) of its
+initial value ``L(0) - L(T_end)``: a relaxation time. Every run starts above this target and
+reaches it by construction, whatever its initial level; for Mamba, whose loss goes to 0, it is
+the step at which the loss halves. ``L(t)`` is the mean hinge loss on ``n_eval`` fixed fresh
+Definition 1 prompts of the training tasks (the population training loss, measured on the
+same prompts at every record, so the curve is smooth), recorded after every step up to
+``dense_until`` and then on a geometric grid, and the crossing is interpolated linearly.
+
+**Batching.** Settings that share the patterns and the prompt shapes (``eta``, ``p_a``) train
+as one :class:`mambaicl.models.OneLayerStack` with one slot per (setting, seed): slot ``(k, s)``
+initialises from ``(s, "init")``, draws its training prompts from ``(s, "train")`` and is
+measured on prompts from ``(s, "validation")``, exactly as a separate run of setting ``k`` with
+seed ``s`` would (all settings of one seed see the same uniforms: common random numbers, which
+make the per-seed log-log slopes precise). Each slot's step size is applied by scaling that
+slot's gradient (plain SGD: ``eta_s g_s``). ``beta``, ``M1`` and ``l_tr`` change the patterns
+or the shapes: one stack per value.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..analysis.fits import loglog_slope, relaxation_time, window_slope
+from ..analysis.lemmas import lemma4_horizon, lemma4_rates, stack_probes
+from ..analysis.stats import mean_se
+from ..config import DataConfig, check_choice, check_int, check_real, check_reals, to_dict
+from ..data import Patterns, Prompts, make_patterns, training_prompts, training_tasks
+from ..evaluate import zero_one_error
+from ..models import build_model
+from ..seeding import torch_generator
+from ..train import fit, loss_per_model, synthetic_sampler
+from .base import Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["NAME", "DESCRIPTION", "DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
+           "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
+           "factor_value", "theorem_conditions", "initial_margin", "log_corrected", "LEMMA_PREDICTED", "SlotRun",
+           "train_settings", "DynamicsResult", "run"]
+
+NAME = "dynamics"
+DESCRIPTION = "Chapter 3 (Alg. 1, Lemmas 3-6, Thms 1 and 3): dynamics and iteration counts as scaling laws"
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+KINDS = ("mamba", "linear")
+FACTORS = ("lr", "one_minus_p_a", "beta", "M1", "l_tr")
+#: exponent of each factor in Theorem 1's T_M (Mamba) and Theorem 3's T_T (linear Transformer)
+PREDICTED = {"mamba": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": 0.0},
+             "linear": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": -1.0}}
+FACTOR_LABELS = {"lr": r"$\eta$", "one_minus_p_a": r"$1-p_a$", "beta": r"$\beta$", "M1": r"$M_1$",
+                 "l_tr": r"$l_{tr}$"}
+
+
+@dataclass(frozen=True)
+class DynamicsPreset:
+    """A complete Chapter 3 experiment: base settings (Figure 2's), sweep grids, measurement settings."""
+
+    name: str
+    data: DataConfig = field(default_factory=DataConfig)
+    lr: dict = field(default_factory=lambda: {"mamba": 0.3, "linear": 0.01})
+    batch_size: int = 64
+    delta: float = 0.2
+    steps: int = 400
+    lr_grid: dict = field(default_factory=lambda: {"mamba": (0.0375, 0.075, 0.15, 0.3),
+                                                   "linear": (0.0025, 0.005, 0.01, 0.02)})
+    p_a_grid: tuple = (0.2, 0.4, 0.6, 0.8)
+    beta_grid: tuple = (1.5, 2.0, 3.0, 4.5)
+    M1_grid: tuple = (3, 6, 9, 12)
+    l_tr_grid: tuple = (5, 10, 20, 40)
+    fraction: float = 0.5
+    n_eval: int = 256
+    dense_until: int = 40
+    grid_ratio: float = 1.06
+    epsilon: float = 0.25
+    early_min: int = 3
+    check_delta: float | None = 0.05
+    pattern_seed: int = 0
+
+    def __post_init__(self) -> None:
+        for kind in KINDS:
+            if kind not in self.lr or kind not in self.lr_grid:
+                raise ValueError(f"lr and lr_grid must give a value for each of {KINDS}; "
+                                 f"got {self.lr!r}, {self.lr_grid!r}")
+            check_real(f"lr[{kind!r}]", self.lr[kind], 0.0, 1.0, low_open=True)
+            grid = check_reals(f"lr_grid[{kind!r}]", self.lr_grid[kind], 0.0, 1.0, low_open=True, min_len=2)
+            if self.lr[kind] not in grid:
+                raise ValueError(f"lr_grid[{kind!r}] must contain the base step size {self.lr[kind]}; got {grid}")
+        check_int("batch_size", self.batch_size, 1)
+        check_real("delta", self.delta, 0.0, 0.2, low_open=True)
+        check_int("steps", self.steps, 2)
+        for name, base in (("p_a_grid", self.data.p_a), ("beta_grid", self.data.beta), ("M1_grid", self.data.M1),
+                           ("l_tr_grid", self.data.l_tr)):
+            grid = getattr(self, name)
+            if not isinstance(grid, tuple) or len(grid) < 2 or base not in grid:
+                raise ValueError(f"{name} must be a tuple of >= 2 values containing the base value {base}; "
+                                 f"got {grid!r}")
+        for i, v in enumerate(self.M1_grid + self.l_tr_grid):
+            check_int(f"M1_grid/l_tr_grid[{i}]", v, 1)
+        self.settings()  # every point of every sweep must be a valid DataConfig (raises ValueError)
+        check_real("fraction", self.fraction, 0.0, 1.0, low_open=True, high_open=True)
+        check_int("n_eval", self.n_eval, 1)
+        check_int("dense_until", self.dense_until, 1, self.steps)
+        check_real("grid_ratio", self.grid_ratio, 1.0, low_open=True)
+        check_real("epsilon", self.epsilon, 0.0, 1.0, low_open=True, high_open=True)
+        check_int("early_min", self.early_min, 1, self.dense_until)
+        if self.check_delta is not None:
+            check_real("check_delta", self.check_delta, 0.0, 0.2, low_open=True)
+        check_int("pattern_seed", self.pattern_seed, 0)
+
+    def settings(self) -> list:
+        """Every distinct setting of every sweep of both models."""
+        seen = {}
+        for kind in KINDS:
+            for pts in sweep_settings(self, kind).values():
+                for st in pts:
+                    seen.setdefault(st, None)
+        return list(seen)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One run configuration of a sweep: model kind, data and step size."""
+
+    kind: str
+    data: DataConfig
+    lr: float
+
+    @property
+    def group(self) -> tuple:
+        """Settings with the same group share patterns and prompt shapes and train as one stack."""
+        d = self.data
+        return (self.kind, d.d, d.M1, d.M2, d.V, d.beta, d.outlier_norm, d.l_tr)
+
+
+def sweep_settings(preset: DynamicsPreset, kind: str) -> dict:
+    """``factor -> [Setting per grid value]`` for one model, every other factor at its base value."""
+    check_choice("kind", kind, KINDS)
+    base, lr = preset.data, preset.lr[kind]
+    rep = dataclasses.replace
+    return {"lr": [Setting(kind, base, float(v)) for v in preset.lr_grid[kind]],
+            "one_minus_p_a": [Setting(kind, rep(base, p_a=float(v)), lr) for v in preset.p_a_grid],
+            "beta": [Setting(kind, rep(base, beta=float(v)), lr) for v in preset.beta_grid],
+            "M1": [Setting(kind, rep(base, M1=int(v)), lr) for v in preset.M1_grid],
+            "l_tr": [Setting(kind, rep(base, l_tr=int(v)), lr) for v in preset.l_tr_grid]}
+
+
+def factor_value(setting: Setting, factor: str) -> float:
+    """The value of ``factor`` at ``setting`` (``1 - p_a`` for ``one_minus_p_a``)."""
+    d = setting.data
+    return {"lr": setting.lr, "one_minus_p_a": 1 - d.p_a, "beta": d.beta, "M1": d.M1, "l_tr": d.l_tr}[factor]
+
+
+def record_steps(steps: int, dense_until: int, ratio: float) -> list:
+    """Every step up to ``dense_until``, then a geometric grid of ratio ``ratio`` up to ``steps`` (included)."""
+    out, t = list(range(dense_until + 1)), float(dense_until)
+    while t < steps:
+        t *= ratio
+        nxt = min(steps, int(round(t)))
+        if nxt > out[-1]:
+            out.append(nxt)
+    if out[-1] != steps:
+        out.append(steps)
+    return out
+
+
+def theorem_conditions(setting: Setting, batch_size: int, epsilon: float) -> dict:
+    """Theorem 1's (Mamba) or Theorem 3's (linear Transformer) conditions with every hidden constant set to 1.
+
+    Returns ``name -> margin``: the ratio of the two sides, ``>= 1`` when the condition holds with
+    constant 1. ``p_a^-1 poly(M1^kappa_a) >~ l_tr`` is left out (the paper does not give the degree).
+    """
+    d, eps = setting.data, epsilon
+    log_e = math.log(1 / eps)
+    out = {"B >~ eps^-2 log(1/eps)": batch_size / (eps ** -2 * log_e),
+           "B >~ M1 (1-p_a)^-1 log(1/eps)": batch_size / (d.M1 / (1 - d.p_a) * log_e),
+           "kappa_a <~ V beta (1-p_a) / (p_a eps)": d.V * d.beta * (1 - d.p_a) / (d.p_a * eps) / d.kappa_a,
+           "l_tr >~ (1-p_a)^-1 log M1": d.l_tr / (math.log(d.M1) / (1 - d.p_a))}
+    if setting.kind == "mamba":
+        out["B >~ beta^-4 V^2 kappa_a^-2 (1-p_a)^-2 log(1/eps)"] = batch_size / (
+            d.beta ** -4 * d.V ** 2 * d.kappa_a ** -2 * (1 - d.p_a) ** -2 * log_e)
+        out["kappa_a >~ V beta^-4"] = d.kappa_a / (d.V * d.beta ** -4)
+    return out
+
+
+# ---------------------------------------------------------------- seed stacks of several settings
+
+
+class _ScaleGrad(torch.autograd.Function):
+    """Identity forward; the backward multiplies slot ``s``'s gradient by ``scale[s]``."""
+
+    @staticmethod
+    def forward(ctx, F, scale):
+        ctx.save_for_backward(scale)
+        return F.view_as(F)
+
+    @staticmethod
+    def backward(ctx, g):
+        (scale,) = ctx.saved_tensors
+        return g * scale.unsqueeze(-1), None
+
+
+class _PerSlotStep(nn.Module):
+    """A seed stack whose slot ``s`` is trained with step size ``lr[s]`` by SGD at ``lr = 1``."""
+
+    def __init__(self, stack: nn.Module, lrs: torch.Tensor) -> None:
+        super().__init__()
+        self.stack = stack
+        self.register_buffer("lrs", lrs)
+
+    def forward(self, P) -> torch.Tensor:
+        return _ScaleGrad.apply(self.stack(P), self.lrs.to(next(self.stack.parameters()).dtype))
+
+
+def _cat_prompts(parts: list) -> Prompts:
+    """Stacked prompts ``(S_1 + S_2 + ..., batch, ...)`` from ``(S_k, batch, ...)`` batches on the same patterns."""
+    shared = {"mu", "nu", "outliers"}
+    return Prompts(**{f.name: getattr(parts[0], f.name) if f.name in shared
+                      else torch.cat([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Prompts)})
+
+
+def _clone(g: torch.Generator) -> torch.Generator:
+    c = torch.Generator(device=g.device)
+    c.set_state(g.get_state())
+    return c
+
+
+def _prompts_per_setting(pat: Patterns, datas: list, tasks, batch: int, gens: list) -> Prompts:
+    """Definition 1 prompts for every (setting, seed) slot, setting-major: all settings of seed ``s`` use the
+    uniforms of ``gens[s]`` (as separate runs would); settings with equal data share one draw; ``gens``
+    advance once."""
+    unique = list(dict.fromkeys(datas))
+    copies = [[_clone(g) for g in gens] for _ in unique[:-1]] + [gens]
+    drawn = {dc: training_prompts(pat, dc, tasks, batch, gk) for dc, gk in zip(unique, copies)}
+    return _cat_prompts([drawn[dc] for dc in datas])
+
+
+@dataclass
+class SlotRun:
+    """The recorded curves of one stack: ``curves[name]`` is ``(len(steps), n_slots)``; slots setting-major."""
+
+    settings: list
+    seeds: tuple
+    steps: list
+    curves: dict
+    stack: nn.Module
+
+    def slot(self, k: int, s: int) -> int:
+        return k * len(self.seeds) + s
+
+
+@torch.no_grad()
+def _measure(stack, pat: Patterns, pr: Prompts) -> dict:
+    F = stack(pr)  # (n_slots, n_eval)
+    out = {"loss": loss_per_model("hinge", F, pr.z),
+           "error": torch.tensor([zero_one_error(F[s], pr.z[s]) for s in range(F.shape[0])], dtype=F.dtype)}
+    out.update(stack_probes(stack, pat, pr))
+    return out
+
+
+def train_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -> SlotRun:
+    """Train every (setting, seed) slot of one group (same patterns and shapes) as one seed stack.
+
+    Records the population hinge loss, the 0-1 error and the Lemma 3-6 probes
+    (:func:`mambaicl.analysis.lemmas.stack_probes`) on fixed Definition 1 prompts at
+    :func:`record_steps`.
+    """
+    seeds = resolve_seeds(seeds)
+    if not settings or len({st.group for st in settings}) != 1:
+        raise ValueError("settings must be a non-empty list sharing kind, patterns and shapes (Setting.group)")
+    device = resolve_device(device)
+    kind, d0 = settings[0].kind, settings[0].data
+    pat = make_patterns(d0, torch_generator(preset.pattern_seed, "patterns"))
+    tasks = training_tasks(d0.M1)
+    datas = [st.data for st in settings]
+    init = [torch_generator(s, "init") for _ in settings for s in seeds]
+    stack = build_model(kind, d0.d, m=d0.d + 1, delta=preset.delta, generators=init, device=device)
+    lrs = torch.tensor([st.lr for st in settings for _ in seeds], dtype=torch.float64, device=device)
+    model = _PerSlotStep(stack, lrs)
+    val = _prompts_per_setting(pat, datas, tasks, preset.n_eval,
+                               [torch_generator(s, "validation") for s in seeds]).to(device)
+    grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
+    when = set(grid)
+    rec = {}
+
+    def record(t: int, m) -> None:
+        if t in when:
+            for name, v in _measure(stack, pat.to(device=device), val).items():
+                rec.setdefault(name, []).append(v.detach().cpu())
+
+    def sample(batch: int, gens):
+        pr = _prompts_per_setting(pat, datas, tasks, batch, gens)
+        return pr, pr.z
+
+    record(0, model)
+    fit(model, sample, steps=preset.steps, batch_size=preset.batch_size, lr=1.0, seed=list(seeds), device=device,
+        record_every=preset.steps, progress=False, callback=lambda step, m: record(step + 1, m))
+    curves = {name: torch.stack(v).double() for name, v in rec.items()}
+    return SlotRun(settings=list(settings), seeds=seeds, steps=grid, curves=curves, stack=stack)
+
+
+# ---------------------------------------------------------------- from curves to counts, exponents and rates
+
+#: exponents of Lemma 3's growth rate ``eta (1-p_a) beta / M1`` (a lower bound) and of Lemma 4's two rates
+#: ``eta beta^2 kappa_a (1-p_a) / V`` (``v*^T w``) and ``eta (1-p_a) beta^2 / M1`` (``(mu_j^T, 0) w``, a Theta);
+LEMMA_PREDICTED = {
+    "lemma3": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 1.0, "M1": -1.0, "l_tr": 0.0},
+    "lemma4_v": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 2.0, "M1": 0.0, "l_tr": 0.0},
+    "lemma4_mu": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 2.0, "M1": -1.0, "l_tr": 0.0},
+    "lemma4_ratio": {"lr": 0.0, "one_minus_p_a": 0.0, "beta": 0.0, "M1": -1.0, "l_tr": 0.0},
+}
+
+
+def _fit(xs, Y, predicted: float) -> dict:
+    """``loglog_slope`` of ``Y`` (seeds x values) against ``xs`` with the verdict: ``holds`` when the 95%
+    interval contains ``predicted``; ``not measurable`` when a value is not positive and finite."""
+    Y = [[float(v) for v in row] for row in Y]
+    if not all(math.isfinite(v) and v > 0 for row in Y for v in row):
+        return {"predicted": predicted, "slope": math.nan, "se": math.nan, "low": math.nan, "high": math.nan,
+                "per_seed": [], "verdict": "not measurable"}
+    f = loglog_slope(xs, Y)
+    verdict = "holds" if f.low <= predicted <= f.high else "disagrees"
+    return {"predicted": predicted, "slope": f.slope, "se": f.se, "low": f.low, "high": f.high,
+            "per_seed": list(f.per_seed), "verdict": verdict}
+
+
+def _count(steps, values, fraction: float) -> float:
+    try:
+        return relaxation_time(steps, values, fraction)
+    except ValueError:  # the curve does not start above its end value: no count
+        return math.nan
+
+
+def _by_setting(runs: list) -> dict:
+    """``setting -> (steps, {name: (n_records, S)})`` over every slot run."""
+    out = {}
+    for r in runs:
+        S = len(r.seeds)
+        for k, st in enumerate(r.settings):
+            out[st] = (r.steps, {n: v[:, k * S:(k + 1) * S] for n, v in r.curves.items()})
+    return out
+
+
+def _early_window(st: Setting, early_min: int) -> float:
+    """Lemma 4's early phase (hidden constant 1), but at least ``early_min`` steps (so that a slope is fitted
+    through ``early_min + 1`` records)."""
+    d = st.data
+    return max(float(early_min), lemma4_horizon(st.lr, d.p_a, d.beta, d.kappa_a, d.M1, d.V))
+
+
+def _lemma_rates(st: Setting, steps, C: dict, S: int, early_min: int) -> dict:
+    """Per seed: Lemma 3's early growth rate of ``mu^T W_B mu``, Lemma 4's early rates of decrease of
+    ``v*^T w`` and ``(mu_j^T, 0) w`` and their ratio, the early maximum of Lemma 6's weighted gate sum."""
+    te = _early_window(st, early_min)
+    early = [i for i, t in enumerate(steps) if t <= te]
+    rate = {name: [sign * window_slope(steps, C[name][:, s].tolist(), te) for s in range(S)]
+            for name, sign in (("muWBmu", 1.0), ("w_v", -1.0), ("w_mu", -1.0))}
+    return {"lemma3": rate["muWBmu"], "lemma4_v": rate["w_v"], "lemma4_mu": rate["w_mu"],
+            "lemma4_ratio": [m / v for m, v in zip(rate["w_mu"], rate["w_v"])],
+            "lemma6": C["lemma6"][early].max(0).values.tolist(), "window": te}
+
+
+def _eq13_from(steps, C: dict, S: int) -> list:
+    """Per seed: the first record from which ``w^T p_outlier < w^T p_clean < 0`` (Eq. (13)) holds for good."""
+    ok = (C["wp_outlier"] < C["wp_clean"]) & (C["wp_clean"] < 0)  # (n_records, S)
+    out = []
+    for s in range(S):
+        bad = (~ok[:, s]).nonzero()
+        out.append(float(steps[int(bad[-1]) + 1]) if len(bad) and int(bad[-1]) + 1 < len(steps)
+                   else (math.inf if len(bad) else float(steps[0])))
+    return out
+
+
+def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict) -> tuple[dict, dict, dict]:
+    counts, exps, exps_err = {}, {}, {}
+    for factor, pts in sweep_settings(preset, kind).items():
+        xs = [factor_value(st, factor) for st in pts]
+        T, Te, L0, Lend, cond = [], [], [], [], []
+        for st in pts:
+            steps, C = curves[st]
+            T.append([_count(steps, C["loss"][:, s].tolist(), preset.fraction) for s in range(S)])
+            Te.append([_count(steps, C["error"][:, s].tolist(), preset.fraction) for s in range(S)])
+            L0.append(C["loss"][0].tolist())
+            Lend.append(C["loss"][-1].tolist())
+            cond.append(theorem_conditions(st, preset.batch_size, preset.epsilon))
+        ms = [mean_se(t) for t in T]
+        counts[factor] = {"values": xs, "T": T, "T_mean": [m for m, _ in ms], "T_se": [e for _, e in ms],
+                          "T_error": Te, "loss_initial": L0, "loss_end": Lend, "conditions": cond,
+                          "inside_conditions": [all(v >= 1 for v in c.values()) for c in cond]}
+        exps[factor] = _fit(xs, list(zip(*T)), predicted[factor])
+        exps_err[factor] = _fit(xs, list(zip(*Te)), predicted[factor])
+    return counts, exps, exps_err
+
+
+@dataclass
+class DynamicsResult(Result):
+    """Chapter 3's measurements: iteration counts and their exponents, Lemma 3-6 rates and base-setting values."""
+
+    preset: str
+    seeds: list
+    config: dict
+    counts: dict  # counts[kind][factor]: values, T per value per seed, mean, SE, initial / end loss, conditions
+    exponents: dict  # exponents[kind][factor]: predicted, slope, se, low, high, per_seed, verdict
+    exponents_error: dict  # the same with T counted on the 0-1 error
+    ratio_exponent: dict  # l_tr exponent of T_M / T_T (Mamba minus linear, per seed), predicted 1
+    small_init: dict  # the linear Transformer's sweeps at a smaller initialisation delta
+    lemma_rates: dict  # lemma_rates[name][factor]: values, per-seed rates, fit (Mamba)
+    base: dict  # base-setting values per kind (Lemma 3 attention, Lemma 5 logits, Eq. (13), Lemma 6)
+    curves: dict = internal()  # {kind: (steps, {name: (n_records, S)})} at the base setting
+    runs: dict = internal()  # {kind: {setting: (steps, curves)}}
+    spec: DynamicsPreset = internal()
+
+    def table(self) -> list:
+        """One row per (factor, model): predicted and measured exponent, interval, verdict, conditions."""
+        rows = []
+        for factor in FACTORS:
+            for kind in KINDS:
+                e = self.exponents[kind][factor]
+                rows.append({"factor": factor, "kind": kind, **{k: e[k] for k in ("predicted", "slope", "low", "high",
+                                                                                     "verdict")},
+                             "inside_conditions": all(self.counts[kind][factor]["inside_conditions"])})
+        return rows
+
+    def summary(self) -> str:
+        """The exponent table as text (what the CLI prints)."""
+        lines = [f"{'factor':>14} {'model':>7} {'predicted':>9} {'measured':>9}  95% interval      verdict"]
+        for r in self.table():
+            lines.append(f"{r['factor']:>14} {r['kind']:>7} {r['predicted']:>+9.2f} {r['slope']:>+9.2f}  "
+                         f"[{r['low']:+.2f}, {r['high']:+.2f}]  {r['verdict']}")
+        return "\n".join(lines + [f"seeds {self.seeds}"])
+
+
+def _base_values(kind: str, preset: DynamicsPreset, steps, C: dict, S: int) -> dict:
+    out = {f"attn_dist{k}": {"initial": C[f"attn_dist{k}"][0].tolist(), "final": C[f"attn_dist{k}"][-1].tolist()}
+           for k in range(4) if f"attn_dist{k}" in C}
+    out["loss_initial"], out["loss_end"] = C["loss"][0].tolist(), C["loss"][-1].tolist()
+    out["error_end"] = C["error"][-1].tolist()
+    if kind == "mamba":
+        out["wp_clean_end"], out["wp_outlier_end"] = C["wp_clean"][-1].tolist(), C["wp_outlier"][-1].tolist()
+        out["eq13_from"] = _eq13_from(steps, C, S)
+        out["gate_sum_max"] = C["gate_sum"].max(0).values.tolist()
+        out["lemma6_max"] = C["lemma6"].max(0).values.tolist()
+    return out
+
+
+def initial_margin(setting: Setting, delta: float) -> float:
+    """The linear Transformer's mean initial margin ``E[z F^(0)] ~ delta^2 beta^2 l_tr (1 - p_a) / 2``: with
+    ``W_B^(0) = W_C^(0) = delta I``, ``F^(0) = delta^2 sum_i y_i x_i^T x_query`` and about ``l_tr (1 - p_a) / 2``
+    clean examples share the query's pattern (outlier examples' labels are coin flips)."""
+    d = setting.data
+    return delta ** 2 * d.beta ** 2 * d.l_tr * (1 - d.p_a) / 2
+
+
+def log_corrected(preset: DynamicsPreset, delta: float) -> dict:
+    """Theorem 3's exponents corrected for a growth from a small initial margin ``m0`` (our reading, not the
+    paper's): ``W_B^T W_C`` is a product, so the margin grows geometrically and ``T ~ log(1/m0) / rate`` with
+    ``rate ~ eta (1-p_a) beta^2 l_tr / M1``; ``m0 ~ beta^2 l_tr (1-p_a)`` adds ``-k / log(1/m0)`` to a factor
+    entering ``m0`` with power ``k``. Evaluated at the base setting; ``nan`` when ``m0 >= 1`` (no growth phase)."""
+    m0 = initial_margin(Setting("linear", preset.data, preset.lr["linear"]), delta)
+    if m0 >= 1:
+        return {f: math.nan for f in FACTORS}
+    c = 1 / math.log(1 / m0)
+    k = {"lr": 0, "one_minus_p_a": 1, "beta": 2, "M1": 0, "l_tr": 1}
+    return {f: PREDICTED["linear"][f] - k[f] * c for f in FACTORS}
+
+
+def _train_all(settings: list, seeds, preset: DynamicsPreset, device) -> dict:
+    groups = {}
+    for st in settings:
+        groups.setdefault(st.group, []).append(st)
+    return _by_setting([train_settings(g, seeds, preset, device) for g in groups.values()])
+
+
+def _unique(kind: str, preset: DynamicsPreset) -> list:
+    return list(dict.fromkeys(st for pts in sweep_settings(preset, kind).values() for st in pts))
+
+
+def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> DynamicsResult:
+    """Train every sweep setting of both models for every seed, and measure counts, exponents and Lemma rates.
+
+    ``progress`` prints one line per model (the stacks are short); pass ``False`` in chapters.
+    """
+    preset = preset or DYNAMICS
+    seeds = resolve_seeds(seeds)
+    S = len(seeds)
+    runs, counts, exps, exps_err, base, curves = {}, {}, {}, {}, {}, {}
+    for kind in KINDS:
+        if progress:
+            print(f"dynamics: training the {kind} sweeps ({len(_unique(kind, preset))} settings x {S} seeds)",
+                  flush=True)
+        runs[kind] = _train_all(_unique(kind, preset), seeds, preset, device)
+        counts[kind], exps[kind], exps_err[kind] = _sweep_summary(kind, preset, runs[kind], S, PREDICTED[kind])
+        b = Setting(kind, preset.data, preset.lr[kind])
+        curves[kind] = runs[kind][b]
+        base[kind] = _base_values(kind, preset, *runs[kind][b], S)
+    diffs = [m - l for m, l in zip(exps["mamba"]["l_tr"]["per_seed"], exps["linear"]["l_tr"]["per_seed"])]
+    ratio = _interval(diffs, 1.0)
+    small = {}
+    if preset.check_delta is not None:
+        if progress:
+            print(f"dynamics: the linear Transformer's sweeps at delta = {preset.check_delta}", flush=True)
+        pre = dataclasses.replace(preset, delta=preset.check_delta)
+        c_runs = _train_all(_unique("linear", pre), seeds, pre, device)
+        c_counts, c_exps, _ = _sweep_summary("linear", pre, c_runs, S, PREDICTED["linear"])
+        small = {"delta": preset.check_delta, "exponents": c_exps,
+                 "initial_margin": initial_margin(Setting("linear", preset.data, preset.lr["linear"]),
+                                                  preset.check_delta),
+                 "log_corrected": log_corrected(preset, preset.check_delta),
+                 "loss_initial": {f: c["loss_initial"] for f, c in c_counts.items()},
+                 "loss_end": {f: c["loss_end"] for f, c in c_counts.items()},
+                 "T_mean": {f: c["T_mean"] for f, c in c_counts.items()}}
+    rates = {}
+    for factor, pts in sweep_settings(preset, "mamba").items():
+        xs = [factor_value(st, factor) for st in pts]
+        per = [_lemma_rates(st, *runs["mamba"][st], S, preset.early_min) for st in pts]
+        for name, pred in LEMMA_PREDICTED.items():
+            Y = [p[name] for p in per]
+            rates.setdefault(name, {})[factor] = {"values": xs, "per_setting": Y, "window": [p["window"] for p in per],
+                                                  "fit": _fit(xs, list(zip(*Y)), pred[factor])}
+        Y6 = [p["lemma6"] for p in per]
+        fit6 = _fit(xs, list(zip(*Y6)), 0.0)
+        if fit6["verdict"] != "not measurable":
+            # Lemma 6 says Theta(1); the natural alternative is a sum growing like l_tr (flat gates, exponent 1)
+            fit6["verdict"] = ("bounded" if fit6["high"] < 1.0 else "grows with l_tr") if factor == "l_tr" else "n/a"
+        rates.setdefault("lemma6", {})[factor] = {"values": xs, "per_setting": Y6, "fit": fit6}
+    return DynamicsResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), counts=counts,
+                          exponents=exps, exponents_error=exps_err, ratio_exponent=ratio, small_init=small,
+                          lemma_rates=rates, base=base, curves=curves, runs=runs, spec=preset)
+
+
+def _interval(values: list, predicted: float) -> dict:
+    """Mean, SE and 95% t-interval of per-seed values, with the verdict against ``predicted``."""
+    from ..analysis.fits import t_quantile
+
+    if not values or not all(math.isfinite(v) for v in values):
+        return {"predicted": predicted, "mean": math.nan, "se": math.nan, "low": math.nan, "high": math.nan,
+                "per_seed": list(values), "verdict": "not measurable"}
+    m, se = mean_se(values)
+    half = t_quantile(len(values) - 1) * se if len(values) > 1 else math.nan
+    verdict = "holds" if len(values) > 1 and m - half <= predicted <= m + half else "disagrees"
+    return {"predicted": predicted, "mean": m, "se": se, "low": m - half, "high": m + half,
+            "per_seed": list(values), "verdict": verdict}
+
+
+#: the book's preset: Figure 2's data and step sizes, 4 values per factor
+DYNAMICS = DynamicsPreset(name="dynamics")
+#: a seconds-long smoke test of the pipeline (tests, CLI); not a result of the book
+TINY = DynamicsPreset(name="tiny", steps=16, dense_until=6, grid_ratio=1.5, n_eval=32,
+                      lr_grid={"mamba": (0.15, 0.3), "linear": (0.005, 0.01)}, p_a_grid=(0.4, 0.6),
+                      beta_grid=(2.0, 3.0), M1_grid=(4, 6), l_tr_grid=(10, 20), check_delta=None)
+PRESETS = {p.name: p for p in (DYNAMICS, TINY)}
+DEFAULT_PRESET = "dynamics"
