@@ -181,3 +181,27 @@ def test_cli_lists_and_writes_the_four_experiments(tmp_path, tiny_results):
         assert (out / "results.json").read_text() == tiny_results[name][0].to_json()
     bad = _cli("multiclass", "--preset", "nope", "--out", tmp_path / "x")
     assert bad.returncode == 2 and "preset" in bad.stderr
+
+
+def test_condition_d_limits_invert_the_theory_bounds():
+    from mambaicl.analysis.theory import l_ts_lower_lt, l_ts_lower_mamba
+
+    for l_ts in (10, 20, 37, 60):
+        a_m, a_t = boundary.alpha_limit_mamba_d(l_ts, 6), boundary.alpha_limit_lt_d(l_ts, 6)
+        assert l_ts_lower_mamba(a_m, 6) == pytest.approx(l_ts)  # the bound holds with equality at the limit
+        assert l_ts_lower_lt(a_t, 6) == pytest.approx(l_ts)
+        assert l_ts_lower_lt(a_t + 1e-6, 6) > l_ts and 0 < a_t < 0.5 and a_t < a_m < 1
+
+
+def test_boundary_effects_and_margins(tiny_results):
+    r = tiny_results["boundary"][0]
+    A = r.alpha_star("mamba")  # [j][k][s]
+    eff = r.effect("mamba", "l_ts")
+    assert eff[1] == pytest.approx(sum(A[j][-1][1] - A[j][0][1] for j in range(2)) / 2)
+    assert r.effect("linear", "p_a")[0] == pytest.approx(sum(r.alpha_star("linear")[-1][k][0]
+                                                             - r.alpha_star("linear")[0][k][0] for k in range(2)) / 2)
+    m = r.margin_to_prediction("linear")
+    assert m[0][1] == pytest.approx(r.boundary["linear"][0][1]["mean"] - 0.5)
+    assert r.predicted_mamba[1][0] == min(1.0, 0.8 * 20 / 10)
+    with pytest.raises(ValueError, match="along"):
+        r.effect("mamba", "alpha")

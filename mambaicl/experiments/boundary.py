@@ -12,6 +12,8 @@ Glossary (code name -> paper symbol):
                     ``alpha`` at which a seed's test error first reaches ``level`` (linear
                     interpolation between grid points; :func:`crossing_alpha`)
 ``censored``        the error never reached ``level`` on the grid: ``alpha* >= max(alphas)``
+``*_d``             the ``alpha`` limits implied by Theorems 2(d) / 4(d) (prompt long enough for the
+                    outlier fraction), with their unspecified constants set to 1
 ==================  ====================================================================
 
 **Design.** ``p_a`` is varied in training and ``l_ts`` at test time, separately, so that the ratio
@@ -51,7 +53,8 @@ from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["NAME", "DESCRIPTION", "BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "BoundaryResult", "crossing_alpha", "grid_sampler", "train_grid", "run"]
+           "BoundaryResult", "crossing_alpha", "alpha_limit_mamba_d", "alpha_limit_lt_d", "grid_sampler", "train_grid",
+           "run"]
 
 NAME = "boundary"
 DESCRIPTION = ("Theorems 2(c)/4(c): test error over alpha and p_a l_tr / l_ts (p_a and l_ts varied separately), "
@@ -116,6 +119,25 @@ PRESETS = {"theorems": THEOREMS, "tiny": TINY}
 DEFAULT_PRESET = "theorems"
 
 
+def alpha_limit_mamba_d(l_ts: int, M1: int) -> float:
+    """The largest ``alpha`` allowed by Theorem 2(d)'s lower bound ``l_ts >= (1 - alpha)^{-1} log M1`` with the
+    hidden constant set to 1: ``1 - log(M1) / l_ts`` (about ``log M1`` clean examples expected in the prompt)."""
+    check_int("l_ts", l_ts, 1)
+    check_int("M1", M1, 2)
+    return max(0.0, 1.0 - math.log(M1) / l_ts)
+
+
+def alpha_limit_lt_d(l_ts: int, M1: int) -> float:
+    """The largest ``alpha < 1/2`` allowed by Theorem 4(d), ``l_ts >= max{(1 - alpha)^{-1}, alpha / (1/2 - alpha)^2}
+    log M1``, constants set to 1 (the smaller root of ``c (1/2 - alpha)^2 = alpha`` with ``c = l_ts / log M1``)."""
+    check_int("l_ts", l_ts, 1)
+    check_int("M1", M1, 2)
+    c = l_ts / math.log(M1)
+    # c alpha^2 - (c + 1) alpha + c / 4 = 0, smaller root in [0, 1/2)
+    root = ((c + 1) - math.sqrt((c + 1) ** 2 - c * c)) / (2 * c)
+    return max(0.0, min(root, alpha_limit_mamba_d(l_ts, M1)))
+
+
 def crossing_alpha(alphas, errors, level: float) -> float:
     """The ``alpha`` at which ``errors`` first reaches ``level``, interpolated linearly between the last grid
     point below and the first at or above; ``alphas[0]`` if already there; ``nan`` if never (censored)."""
@@ -177,6 +199,8 @@ class BoundaryResult(Result):
     ratio: list  # ratio[j][k] = p_a[j] l_tr / l_ts[k]
     predicted_mamba: list  # [j][k]: min(1, ratio), Theorem 2(c)
     predicted_linear: float  # 1/2, Theorem 4(c)
+    predicted_mamba_d: list  # [k]: 1 - log(M1) / l_ts, Theorem 2(d) with its constant set to 1
+    predicted_linear_d: list  # [k]: the largest alpha of Theorem 4(d) with its constants set to 1
     errors: dict  # errors[model][j][k][i]: mean over seeds
     errors_se: dict
     errors_per_seed: dict  # [model][j][k][s][i]
@@ -184,6 +208,28 @@ class BoundaryResult(Result):
     config: dict
     models: dict = internal()
     spec: BoundaryPreset = internal()
+
+    def alpha_star(self, kind: str) -> list:
+        """Per-seed measured boundaries ``[j][k][s]`` (a censored seed counts as ``max(alphas)``)."""
+        return [[cell["per_seed"] for cell in row] for row in self.boundary[kind]]
+
+    def effect(self, kind: str, along: str) -> list:
+        """Per seed: mean ``alpha*`` at the largest value of ``along`` (``"p_a"`` or ``"l_ts"``) minus the mean at
+        the smallest, averaged over the other axis. Theorem 2(c) predicts ``> 0`` along ``p_a`` and ``< 0`` along
+        ``l_ts`` for Mamba (while ``r < 1``); Theorem 4(c) predicts 0 for the linear Transformer."""
+        check_choice("along", along, ("p_a", "l_ts"))
+        A = self.alpha_star(kind)
+        J, K, S = len(A), len(A[0]), len(A[0][0])
+        if along == "p_a":
+            return [sum(A[J - 1][k][s] - A[0][k][s] for k in range(K)) / K for s in range(S)]
+        return [sum(A[j][K - 1][s] - A[j][0][s] for j in range(J)) / J for s in range(S)]
+
+    def margin_to_prediction(self, kind: str) -> list:
+        """Per cell ``[j][k]``: measured mean ``alpha*`` minus the predicted boundary (Theorem 2(c) for Mamba kinds,
+        Theorem 4(c) for the linear Transformer)."""
+        pred = (lambda j, k: self.predicted_linear) if kind == "linear" else (lambda j, k: self.predicted_mamba[j][k])
+        return [[self.boundary[kind][j][k]["mean"] - pred(j, k) for k in range(len(self.l_tss))]
+                for j in range(len(self.p_as))]
 
 
 def _boundary_stats(per_seed: list, alpha_max: float) -> dict:
@@ -236,5 +282,8 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
                           ratio=ratio,
                           predicted_mamba=[[alpha_threshold_mamba(p, preset.data.l_tr, l) for l in preset.l_tss]
                                            for p in preset.p_as],
-                          predicted_linear=alpha_threshold_lt(), errors=errors, errors_se=ses, errors_per_seed=err,
+                          predicted_linear=alpha_threshold_lt(),
+                          predicted_mamba_d=[alpha_limit_mamba_d(int(l), preset.data.M1) for l in preset.l_tss],
+                          predicted_linear_d=[alpha_limit_lt_d(int(l), preset.data.M1) for l in preset.l_tss],
+                          errors=errors, errors_se=ses, errors_per_seed=err,
                           boundary=bound, config=to_dict(preset), models=trained, spec=preset)

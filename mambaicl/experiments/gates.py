@@ -62,7 +62,7 @@ class GatesPreset:
     gates: tuple = ()
     train: dict = field(default_factory=dict)
     alphas: tuple = tuple(round(0.1 * i, 1) for i in range(10))
-    n_test: int = 2000
+    n_test: int = 1000
     gate_alpha: float = 0.3
     n_gate: int = 512
     pattern_seed: int = 0
@@ -199,13 +199,13 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
     tasks = all_tasks(preset.data.M1)
     gate_test = dataclasses.replace(preset.test, alpha=preset.gate_alpha)
     gate_pr = test_prompts(pat, gate_test, tasks, preset.n_gate, torch_generators(seeds, "gates"))
+    tests = [test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
+                          torch_generators(seeds, f"test/{preset.test.rule}/{float(a)}")) for a in preset.alphas]
     errors, per_seed, ses, g_out, g_clean, profile, final, models, hists = ({} for _ in range(9))
     for fam in preset.families:
         stack, hist = train_family(preset, fam, pat, seeds, device=device, progress=progress)
         rows = []  # [alpha][seed]
-        for a in preset.alphas:
-            test = dataclasses.replace(preset.test, alpha=float(a))
-            pr = test_prompts(pat, test, tasks, preset.n_test, torch_generators(seeds, f"test/{test.rule}/{float(a)}"))
+        for pr in tests:  # the same prompts for every family (paired)
             F = predict(stack, pr)  # (S, n)
             rows.append([zero_one_error(F[s], pr.z[s]) for s in range(len(seeds))])
         stats = [error_mean_se(r, preset.n_test) for r in rows]

@@ -60,7 +60,7 @@ class MulticlassPreset:
     test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
     train: dict = field(default_factory=lambda: dict(fig2.FIG2.train))
     alphas: tuple = (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8)
-    n_test: int = 2000
+    n_test: int = 1000
     pattern_seed: int = 0
 
     def __post_init__(self) -> None:
