@@ -116,7 +116,8 @@ def stack_probes(stack, pat: Patterns, pr: Prompts) -> dict:
     Returns:
         ``name -> (S,)`` tensor: ``attn_dist{k}`` (mean of :func:`pattern_attention` over pattern pairs
         ``k`` steps apart on the training cycle), ``muWBmu`` / ``muWCmu`` (mean Lemma 3 diagonal; paper
-        parametrisation only), and for gated kinds ``w_v``, ``w_mu``, ``wp_clean``, ``wp_outlier``,
+        parametrisation only), ``WB_dist{k}`` (the same average of ``(mu_i, 0) W_B (mu_j, 0)^T``, Lemma 3's
+        own quantity; paper parametrisation only), and for gated kinds ``w_v``, ``w_mu``, ``wp_clean``, ``wp_outlier``,
         ``gate_sum``, ``lemma6`` (as in :func:`make_probes`).
     """
     mu = pat.mu
@@ -129,6 +130,9 @@ def stack_probes(stack, pat: Patterns, pr: Prompts) -> dict:
         if hasattr(stack, name):
             W = getattr(stack, name).to(mu.dtype)  # (S, m, d+1)
             out[key] = torch.einsum("jm,smn,jn->sj", pad(mu, W.shape[1]), W, pad(mu, W.shape[2])).mean(-1)
+    if hasattr(stack, "W_B"):  # Lemma 3 itself: (mu_i, 0) W_B (mu_j, 0)^T by distance on the cycle
+        WB = pad(mu, stack.W_B.shape[1]) @ stack.W_B.to(mu.dtype) @ pad(mu, stack.W_B.shape[2]).T  # (S, M1, M1)
+        out.update({f"WB_dist{k}": WB[:, dist == k].mean(-1) for k in range(int(dist.max()) + 1)})
     if not stack.gated:
         return out
     w = stack.w.to(mu.dtype)  # (S, d+1)

@@ -429,6 +429,7 @@ class DynamicsResult(Result):
     ratio_exponent: dict  # l_tr exponent of T_M / T_T (Mamba minus linear, per seed), predicted 1
     small_init: dict  # the linear Transformer's sweeps at a smaller initialisation delta
     lemma_rates: dict  # lemma_rates[name][factor]: values, per-seed rates, fit (Mamba)
+    lemma5: dict  # lemma5[factor]: mean gate logits of clean / outlier examples at the end, per seed, and -log M1
     base: dict  # base-setting values per kind (Lemma 3 attention, Lemma 5 logits, Eq. (13), Lemma 6)
     curves: dict = internal()  # {kind: (steps, {name: (n_records, S)})} at the base setting
     runs: dict = internal()  # {kind: {setting: (steps, curves)}}
@@ -455,8 +456,8 @@ class DynamicsResult(Result):
 
 
 def _base_values(kind: str, preset: DynamicsPreset, steps, C: dict, S: int) -> dict:
-    out = {f"attn_dist{k}": {"initial": C[f"attn_dist{k}"][0].tolist(), "final": C[f"attn_dist{k}"][-1].tolist()}
-           for k in range(4) if f"attn_dist{k}" in C}
+    out = {f"{name}{k}": {"initial": C[f"{name}{k}"][0].tolist(), "final": C[f"{name}{k}"][-1].tolist()}
+           for name in ("attn_dist", "WB_dist") for k in range(4) if f"{name}{k}" in C}
     out["loss_initial"], out["loss_end"] = C["loss"][0].tolist(), C["loss"][-1].tolist()
     out["error_end"] = C["error"][-1].tolist()
     if kind == "mamba":
@@ -533,7 +534,7 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
                  "loss_initial": {f: c["loss_initial"] for f, c in c_counts.items()},
                  "loss_end": {f: c["loss_end"] for f, c in c_counts.items()},
                  "T_mean": {f: c["T_mean"] for f, c in c_counts.items()}}
-    rates = {}
+    rates, lemma5 = {}, {}
     for factor, pts in sweep_settings(preset, "mamba").items():
         xs = [factor_value(st, factor) for st in pts]
         per = [_lemma_rates(st, *runs["mamba"][st], S, preset.early_min) for st in pts]
@@ -547,9 +548,13 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
             # Lemma 6 says Theta(1); the natural alternative is a sum growing like l_tr (flat gates, exponent 1)
             fit6["verdict"] = ("bounded" if fit6["high"] < 1.0 else "grows with l_tr") if factor == "l_tr" else "n/a"
         rates.setdefault("lemma6", {})[factor] = {"values": xs, "per_setting": Y6, "fit": fit6}
+        ends = [runs["mamba"][st][1] for st in pts]
+        lemma5[factor] = {"values": xs, "minus_log_M1": [-math.log(st.data.M1) for st in pts],
+                          "clean_end": [C["wp_clean"][-1].tolist() for C in ends],
+                          "outlier_end": [C["wp_outlier"][-1].tolist() for C in ends]}
     return DynamicsResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), counts=counts,
                           exponents=exps, exponents_error=exps_err, ratio_exponent=ratio, small_init=small,
-                          lemma_rates=rates, base=base, curves=curves, runs=runs, spec=preset)
+                          lemma_rates=rates, lemma5=lemma5, base=base, curves=curves, runs=runs, spec=preset)
 
 
 def _interval(values: list, predicted: float) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .style import LABELS, PALETTE
 
@@ -63,14 +63,16 @@ def plot_loss_curves(ax, runs: dict, counts: dict | None = None, fraction: float
     ax.set_ylabel("population hinge loss (Def. 1 prompts)")
 
 
-def plot_attention_by_distance(ax, steps, C: dict, title: str = "") -> None:
-    """Lemma 3: mean ``(mu_i, 0) W_B^T W_C (mu_j, 0)^T`` over pattern pairs ``k`` steps apart on the cycle."""
+def plot_attention_by_distance(ax, steps, C: dict, title: str = "", key: str = "attn_dist",
+                               ylabel: str = r"mean $(\mu_i, 0)\, W_B^\top W_C\, (\mu_j, 0)^\top$") -> None:
+    """Lemma 3: mean ``(mu_i, 0) W (mu_j, 0)^T`` over pattern pairs ``k`` steps apart on the cycle; ``key``
+    ``"attn_dist"`` for ``W = W_B^T W_C``, ``"WB_dist"`` for ``W = W_B``."""
     for k in range(4):
-        if f"attn_dist{k}" in C:
-            mean_band(ax, steps, C[f"attn_dist{k}"], DIST_COLORS[k], _DIST_LABELS[k])
+        if f"{key}{k}" in C:
+            mean_band(ax, steps, C[f"{key}{k}"], DIST_COLORS[k], _DIST_LABELS[k])
     ax.axhline(0, color="black", lw=0.5)
     _symlog_steps(ax, steps)
-    ax.set_ylabel(r"mean $(\mu_i, 0)\, W_B^\top W_C\, (\mu_j, 0)^\top$")
+    ax.set_ylabel(ylabel)
     ax.set_title(title)
 
 
@@ -123,5 +125,8 @@ def plot_scaling(ax, factor_label: str, data: dict, exponents: dict, predicted: 
     ax.xaxis.set_major_locator(FixedLocator(values))  # ticks at the swept values (integers stay integers)
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticklabels([f"{v:g}" for v in values])
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 10, 20, 50 rather than 2 x 10^1
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(factor_label)
     ax.set_ylabel("iteration count $T$")
