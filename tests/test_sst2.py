@@ -178,6 +178,22 @@ def test_fixed_count_puts_exactly_round_alpha_l_outliers_in_every_prompt(placeme
         sst2_prompts(toy_pool(), 2, count="exact", generator=torch.Generator())
 
 
+@pytest.mark.parametrize("placement", ["FQ", "CQ", "R"])
+def test_balanced_count_has_mean_alpha_l_and_always_a_clean_example(placement):
+    pr = sst2_prompts(toy_pool(), 20000, l=8, alpha=0.8, placement=placement, count="balanced",
+                      generator=torch.Generator().manual_seed(5))
+    k = pr.outlier.sum(1)
+    assert set(k.tolist()) == {6, 7}  # 0.8 * 8 = 6.4: six or seven outliers, never eight
+    assert abs(float((k == 7).double().mean()) - 0.4) < 0.015 and abs(float(pr.outlier.double().mean()) - 0.8) < 0.003
+    if placement == "FQ":
+        assert torch.equal(pr.outlier, torch.arange(8)[None] < k[:, None])
+    if placement == "CQ":
+        assert torch.equal(pr.outlier, torch.arange(8)[None] >= 8 - k[:, None])
+    same = sst2_prompts(toy_pool(), 200, alpha=0.75, placement=placement, count="balanced",
+                        generator=torch.Generator().manual_seed(1))
+    assert (same.outlier.sum(1) == 6).all()  # alpha l an integer: exactly that many
+
+
 def test_phrase_helpers_find_nested_rows():
     assert sst2.sub_phrases("a b c") == {("a",), ("b",), ("c",), ("a", "b"), ("b", "c")}
     assert sst2.sub_phrases("a b", proper=False) == {("a",), ("b",), ("a", "b")}

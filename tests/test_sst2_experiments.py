@@ -48,7 +48,7 @@ def test_presets_are_the_papers_settings():
     # App. Table 2 at alpha = 0.5, App. Tables 3-4 elsewhere (softmax 95.58 under R at 0.8, linear 67.78)
     assert X.TABLE_2.paper["softmax"][(0.8, "R")] == 95.58 and X.TABLE_2.paper["linear"][(0.8, "R")] == 67.78
     assert X.TABLE_2.paper["softmax"][(0.5, "CQ")] == 99.28 and X.TABLE_2.paper["mamba"][(0.5, "CQ")] == 82.73
-    assert X.HELD_OUT.count == "binomial" and X.CONFIDENT.count == "fixed"
+    assert X.HELD_OUT.count == "binomial" and X.CONFIDENT.count == "balanced"
     regimes = {r.name: r for r in X.PRESETS[X.DEFAULT_PRESET].regimes}
     assert set(regimes) == {"held-out", "confident"} and all(regimes[k].definition for k in regimes)
     assert len(regimes["confident"].tables) == 4
@@ -179,7 +179,7 @@ def write_made_up_sst2(folder, n_sentences=160, seed=0):
 
 
 TINY_CONFIDENT = X.SST2Data(regime="confident", n_train=None, n_val=20, n_reserved=40, n_probe=80, keep=0.5,
-                            count="fixed", d=6)
+                            count="balanced", d=6)
 TINY_HELD_OUT = X.SST2Data(n_train=100, n_val=20, d=6)
 TINY_RUNS = (X.Run("mamba", "mamba", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=8),
              X.Run("linear", "linear", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=8))
@@ -226,7 +226,7 @@ def test_confident_regime_filters_and_holds_out_whole_sentences(made_up):
     curve = X.margin_curve(feat, (1.0, 0.5, 0.25), n_prompts=500)
     assert [r["keep"] for r in curve] == [1.0, 0.5, 0.25] and curve[0]["fraction"] == 1.0
     assert curve[2]["probe_scored"] >= curve[0]["probe_scored"]  # confident rows are read at least as well
-    assert all(r["oracle_fixed"] >= r["oracle_binomial"] - 3 for r in curve)
+    assert all(r["oracle_balanced"] >= r["oracle_binomial"] - 3 for r in curve)
 
 
 def test_oracle_matches_the_closed_form():
@@ -239,9 +239,10 @@ def test_oracle_matches_the_closed_form():
     for alpha in (0.5, 0.75, 0.8):
         g = torch.Generator().manual_seed(0)
         binom = {(alpha, "R"): sst2_prompts(pool, 40000, alpha=alpha, generator=g)}
-        fixed = {(alpha, "R"): sst2_prompts(pool, 4000, alpha=alpha, count="fixed", generator=g)}
         assert X.oracle_accuracy(binom, w)[(alpha, "R")] == pytest.approx(100 * (1 - alpha ** 8 / 2), abs=0.6)
-        assert X.oracle_accuracy(fixed, w)[(alpha, "R")] == 100.0
+        for count in ("fixed", "balanced"):
+            fixed = {(alpha, "R"): sst2_prompts(pool, 4000, alpha=alpha, count=count, generator=g)}
+            assert X.oracle_accuracy(fixed, w)[(alpha, "R")] == 100.0
 
 
 def _fake_res(mamba, linear, seeds=(0, 1, 2)):

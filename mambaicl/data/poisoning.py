@@ -21,10 +21,13 @@ The outlier mask and outlier labels are the synthetic chapters' (:func:`mambaicl
 outlier_mask`, :func:`~mambaicl.data.prompts.outlier_labels`): ``FQ`` / ``CQ`` put a Binomial(l,
 alpha) number of outliers at the far / near end, ``R`` draws each example independently. With
 ``count="fixed"`` every prompt has exactly ``round(alpha l)`` outlier examples instead (placed at
-random positions for ``R``).
+random positions for ``R``); with ``count="balanced"`` it has ``floor(alpha l)`` or ``ceil(alpha l)``
+of them, the larger with probability ``alpha l - floor(alpha l)``, so the mean fraction is exactly
+``alpha`` and a prompt keeps a clean example whenever ``alpha l <= l - 1``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Sequence
 
@@ -36,6 +39,7 @@ __all__ = [
     "PHRASE",
     "RULES",
     "PLACEMENTS",
+    "COUNTS",
     "insert_phrase",
     "poison_sentences",
     "EmbeddedPool",
@@ -111,13 +115,22 @@ def _sample_sentences(pool: EmbeddedPool, batch: int, l: int, generator: torch.G
     return torch.where(want_pos, i_pos, i_neg)
 
 
-def _mask(u: torch.Tensor, alpha: float, placement: str, count: str, l: int) -> torch.Tensor:
-    """Outlier examples from uniforms ``u`` ``(batch, l)``: Eq. (5) draws (``count="binomial"``) or exactly
-    ``round(alpha l)`` per prompt (``count="fixed"``), arranged by ``placement``."""
+COUNTS = ("binomial", "fixed", "balanced")
+
+
+def _mask(u: torch.Tensor, alpha: float, placement: str, count: str, l: int, v: torch.Tensor | None = None) -> torch.Tensor:
+    """Outlier examples from uniforms ``u`` ``(batch, l)``: Eq. (5) draws (``count="binomial"``), exactly
+    ``round(alpha l)`` per prompt (``count="fixed"``), or ``floor``/``ceil`` of ``alpha l`` with mean
+    ``alpha l`` (``count="balanced"``, the extra outlier decided by the uniforms ``v`` ``(batch,)``),
+    arranged by ``placement``."""
     if count == "binomial":
         return outlier_mask(u, alpha, PLACEMENTS[placement])
-    k = int(round(alpha * l))
-    pos = torch.arange(l)
+    if count == "fixed":
+        k = torch.full((u.shape[0], 1), int(round(alpha * l)))
+    else:
+        lo = math.floor(alpha * l + 1e-9)
+        k = (lo + (v < alpha * l - lo).long()).unsqueeze(1)  # (batch, 1)
+    pos = torch.arange(l)[None]  # (1, l)
     if placement == "FQ":
         return (pos < k).expand(u.shape[0], l).clone()
     if placement == "CQ":
@@ -143,15 +156,17 @@ def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0
         raise ValueError(f"placement must be one of {tuple(PLACEMENTS)}; got {placement!r}")
     if rule not in RULES:
         raise ValueError(f"rule must be one of {tuple(RULES)}; got {rule!r}")
-    if count not in ("binomial", "fixed"):
-        raise ValueError(f"count must be 'binomial' (Eq. (5)) or 'fixed' (round(alpha l) per prompt); got {count!r}")
+    if count not in COUNTS:
+        raise ValueError(f"count must be 'binomial' (Eq. (5)), 'fixed' (round(alpha l) per prompt) or 'balanced' "
+                         f"(floor or ceil of alpha l, mean alpha l); got {count!r}")
     if not (0.0 <= alpha <= 1.0) or l < 1 or batch < 1:
         raise ValueError(f"need 0 <= alpha <= 1, l >= 1, batch >= 1; got alpha={alpha}, l={l}, batch={batch}")
     f = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0)  # (batch,)
     idx = _sample_sentences(pool, batch, l, generator)  # (batch, l+1)
     y = f[:, None] * pool.s[idx].to(f.dtype)  # (batch, l+1) clean labels
     u = torch.rand(batch, 2, l, generator=generator, dtype=torch.float64)  # outlier and label-coin uniforms
-    outlier = _mask(u[:, 0], alpha, placement, count, l)  # (batch, l)
+    v = torch.rand(batch, generator=generator, dtype=torch.float64) if count == "balanced" else None
+    outlier = _mask(u[:, 0], alpha, placement, count, l, v)  # (batch, l)
     bad = outlier_labels(y[:, :l], RULES[rule], target, u[:, 1])  # (batch, l)
     x = pool.x[idx].clone()  # (batch, l+1, d)
     x[:, :l][outlier] = pool.x_bond[idx[:, :l][outlier]]

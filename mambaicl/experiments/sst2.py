@@ -25,8 +25,8 @@ Two regimes (:data:`REGIMES`):
 * ``"confident"``: the filter probe is fit on ``n_probe`` training sentences; of the remaining
   ones the fraction ``keep`` with the largest probe margin forms the pool, split at random into
   test (``n_test``), validation (``n_val``) and training sentences (the rest). Test prompts hold
-  exactly ``round(alpha l)`` outlier examples (``count="fixed"``), so every prompt keeps a clean
-  example to read the task from.
+  ``floor(alpha l)`` or ``ceil(alpha l)`` outlier examples with mean ``alpha l`` (``count="balanced"``),
+  so every prompt keeps a clean example to read the task from.
 
 The task on SST-2 (module :mod:`mambaicl.data.poisoning`): a prompt's task ``f`` says which
 sentiment is labelled +1; the query's label is ``z = f * s_query``. Outlier examples carry the
@@ -51,7 +51,7 @@ from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, check_bool, check_choice, 
                       check_reals)
 from ..data.encoders import DEFAULT_ENCODER, embedding_cache
 from ..data.features import PCA, fit_pca, linear_probe, probe_accuracy
-from ..data.poisoning import PLACEMENTS, RULES, EmbeddedPool, poison_sentences, sst2_prompts
+from ..data.poisoning import COUNTS, PLACEMENTS, RULES, EmbeddedPool, poison_sentences, sst2_prompts
 from ..data.sst2 import inside_any, load_sst2, maximal_phrases
 from ..evaluate import predict, zero_one_error
 from ..models import build_model
@@ -61,7 +61,7 @@ from .base import Result, internal, resolve_device, resolve_seeds
 
 __all__ = [
     "NAME", "DESCRIPTION", "REGIMES", "COUNTS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
-    "HELD_OUT", "CONFIDENT", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
+    "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
     "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "margin_curve",
     "probe_ceilings", "pca_table", "train_run", "accuracy", "oracle_accuracy", "run_table", "memorisation",
     "validation_curve", "contrast", "claims", "verdict", "format_table", "SST2Preset", "SST2Result", "run",
@@ -72,7 +72,6 @@ DESCRIPTION = ("§4.2 and App. 8.1-8.2: SST-2 with 'James Bond' outliers (main t
                "in a held-out and a high-signal regime")
 DEFAULT_SEEDS = (0, 1, 2)
 REGIMES = ("held-out", "confident")
-COUNTS = ("binomial", "fixed")
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ class SST2Data:
     n_reserved: int = 2500  # confident: maximal training sentences set aside as test candidates
     n_probe: int = 8000  # confident: rows the filter probe is fit on (then set aside)
     keep: float = 1.0  # confident: fraction of the scored rows kept, by filter-probe margin
-    count: str = "binomial"  # test prompts: Eq. (5) draws ("binomial") or exactly round(alpha l) outliers ("fixed")
+    count: str = "binomial"  # test prompts: Eq. (5) draws, "fixed" round(alpha l) or "balanced" floor/ceil (mean alpha l)
     d: int = 72  # PCA components kept: the "data dimension 72" of App. 8.1
     l: int = 8  # context examples per prompt (§4.2)
     probe_l2: float = 1e-2  # ridge penalty of the logistic linear probes (not tuned on test sentences)
@@ -201,20 +200,27 @@ _PAPER_T2 = {"mamba": dict(PAPER["table2"]["mamba"]),
 
 PCA_KS = (5, 7, 10)
 KEEPS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1)  # kept fractions for the margin curve of the filter
-_MAMBA = Run("mamba", "mamba")
-_LINEAR = Run("linear", "linear")
+# Step size and length per model kind, chosen with validation_curve on the confident regime's validation
+# sentences (lr in {1e-3, 3e-3, 1e-2}, up to 800 steps; the validation hinge loss at p_a stops improving
+# by about these step counts): Mamba 300 steps at 1e-3, linear 400 at 1e-3, softmax 600 at 3e-3.
+SCHEDULES = {"mamba": {"lr": 1e-3, "steps": 300}, "linear": {"lr": 1e-3, "steps": 400},
+             "softmax": {"lr": 3e-3, "steps": 600}}
+_MAMBA = Run("mamba", "mamba", **SCHEDULES["mamba"])
+_LINEAR = Run("linear", "linear", **SCHEDULES["linear"])
 MAIN_TABLE = Table("main (§4.2)", (_MAMBA, _LINEAR), alphas=(0.75,))
-TABLE_1 = Table("App. Table 1", tuple(Run(f"linear H={h}", "linear", n_heads=h, p_a=0.4) for h in (1, 2, 3, 4)),
+TABLE_1 = Table("App. Table 1", tuple(Run(f"linear H={h}", "linear", n_heads=h, p_a=0.4, **SCHEDULES["linear"])
+                                      for h in (1, 2, 3, 4)),
                 alphas=(0.5,), paper=PAPER["table1"])
-TABLE_2 = Table("App. Tables 2-4", (Run("mamba", "mamba", n_heads=1, p_a=0.4), Run("linear", "linear", n_heads=1, p_a=0.4),
-                                    Run("softmax", "softmax", n_heads=1, p_a=0.4)),
+TABLE_2 = Table("App. Tables 2-4", (Run("mamba", "mamba", n_heads=1, p_a=0.4, **SCHEDULES["mamba"]),
+                                    Run("linear", "linear", n_heads=1, p_a=0.4, **SCHEDULES["linear"]),
+                                    Run("softmax", "softmax", n_heads=1, p_a=0.4, **SCHEDULES["softmax"])),
                 alphas=(0.5,) + tuple(a for a in ALPHAS_3_4 if a != 0.5), paper=_PAPER_T2)
 TABLES_3_4 = TABLE_2  # App. Tables 3-4 are the alpha sweep of Table 2's softmax and linear runs
 CURRICULUM = Table("App. 8.1 curriculum", (dataclasses.replace(_MAMBA, name="mamba (R then CQ)", curriculum=True),),
                    alphas=(0.75,), paper=PAPER["curriculum"])
 
 HELD_OUT = SST2Data()
-CONFIDENT = SST2Data(regime="confident", n_train=None, keep=0.3, count="fixed")
+CONFIDENT = SST2Data(regime="confident", n_train=None, keep=0.2, count="balanced")
 DATA = HELD_OUT
 
 
@@ -238,10 +244,10 @@ DEFINITIONS = {
     "held-out": ("2,000 random rows of train.tsv for training prompts; test prompts from GLUE's dev split "
                  "(872 sentences never seen in training); each context example independently an outlier with "
                  "probability alpha (Definition 2, Eq. (5))."),
-    "confident": ("the 30% of train.tsv rows that a logistic probe (fit on 8,000 other rows) reads with the largest "
-                  "margin; test sentences are full sentences set aside beforehand (with every phrase of them "
-                  "removed from training) and kept by the same margin threshold; every test prompt holds exactly "
-                  "round(alpha l) outlier examples."),
+    "confident": ("the 20% of train.tsv rows that a logistic probe (fit on 8,000 other rows) reads with the largest "
+                  "margin; test sentences are 2,500 full sentences set aside beforehand (every phrase of them removed "
+                  "from training and probe rows) and kept by the same margin threshold; a test prompt holds "
+                  "floor(alpha l) or ceil(alpha l) outlier examples, alpha l on average (never l while alpha l <= l - 1)."),
 }
 
 
@@ -397,7 +403,7 @@ def margin_curve(feat: SST2Features, keeps=KEEPS, alpha: float = 0.75, n_prompts
     """How the filter trades sentences for signal (regime ``"confident"``): for each kept fraction,
     the margin threshold, the filter probe's accuracy (%) on the kept scored rows, on the kept test
     candidates and on the kept dev sentences, and the oracle ceiling (%) at ``alpha`` on prompts of
-    kept scored rows, with a fixed and with a binomial number of outliers."""
+    kept scored rows, with a balanced (``floor``/``ceil`` of ``alpha l``) and with a binomial number of outliers."""
     f = feat.filter
     if f is None:
         raise ValueError("margin_curve needs the features of the 'confident' regime (feat.filter is None)")
@@ -412,7 +418,7 @@ def margin_curve(feat: SST2Features, keeps=KEEPS, alpha: float = 0.75, n_prompts
                "probe_reserved": _hit_rate(f["margin_reserved"][sel["reserved"]], f["s_reserved"][sel["reserved"]]),
                "probe_dev": _hit_rate(f["margin_dev"][sel["dev"]], f["s_dev"][sel["dev"]])}
         pool = EmbeddedPool(m[:, None], m[:, None], s)  # the probe margin is the only feature the oracle needs
-        for count in COUNTS:
+        for count in ("binomial", "balanced"):
             pr = {(alpha, "R"): sst2_prompts(pool, n_prompts, l=l, alpha=alpha, placement="R", count=count,
                                              generator=torch_generator(seed, f"sst2/margin-curve/{keep}/{count}"))}
             row[f"oracle_{count}"] = oracle_accuracy(pr, torch.tensor([1.0, 0.0], dtype=torch.float64))[(alpha, "R")]

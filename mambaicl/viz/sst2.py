@@ -95,10 +95,10 @@ def plot_margin_curve(ax, curve: Sequence[dict]) -> None:
     ax.plot(keep, [r["probe_reserved"] for r in curve], marker="s", color=PALETTE["same"],
             label="probe, set-aside full sentences (test pool)")
     ax.plot(keep, [r["probe_dev"] for r in curve], marker="^", color=PALETTE["other"], label="probe, dev sentences")
-    ax.plot(keep, [r["oracle_fixed"] for r in curve], ls="--", color=PALETTE["oracle"],
-            label=r"oracle, $\alpha$ = 0.75, fixed count")
+    ax.plot(keep, [r["oracle_balanced"] for r in curve], ls="--", color=PALETTE["oracle"],
+            label=r"oracle, $\alpha$ = 0.75, 6 outliers per prompt")
     ax.plot(keep, [r["oracle_binomial"] for r in curve], ls=":", color=PALETTE["oracle"],
-            label=r"oracle, $\alpha$ = 0.75, binomial count")
+            label=r"oracle, $\alpha$ = 0.75, Binomial(8, 0.75) outliers")
     ax.axhline(95, color=PALETTE["theory"], lw=1, label="95% target")
     ax.invert_xaxis()
     ax.set_xlabel("sentences kept, by probe margin (%)")
