@@ -111,3 +111,9 @@ def test_run_is_byte_identical_and_the_cli_writes_it(tmp_path):
     argv = ["reproduce", "dynamics", "--preset", "tiny", "--seeds", "0", "1", "--out", str(out), "--quiet"]
     assert main(argv) == 0  # the CLI in this process (a second, independent run of the preset)
     assert (out / "results.json").read_text() == result.to_json()
+
+
+def test_a_diverging_slot_is_named():
+    settings = [D.Setting("mamba", SMALL.data, 0.3), D.Setting("mamba", SMALL.data, 1e30)]
+    with pytest.raises(FloatingPointError, match=r"slot mamba, eta = 1e\+30"):
+        D.train_settings(settings, (0,), dataclasses.replace(SMALL, steps=20, dense_until=5))

@@ -225,15 +225,24 @@ class _ScaleGrad(torch.autograd.Function):
 
 
 class _PerSlotStep(nn.Module):
-    """A seed stack whose slot ``s`` is trained with step size ``lr[s]`` by SGD at ``lr = 1``."""
+    """A seed stack whose slot ``s`` is trained with step size ``lr[s]`` by SGD at ``lr = 1``.
 
-    def __init__(self, stack: nn.Module, lrs: torch.Tensor) -> None:
+    A non-finite output stops training with a ``FloatingPointError`` naming the slot (``labels[s]``).
+    """
+
+    def __init__(self, stack: nn.Module, lrs: torch.Tensor, labels: list) -> None:
         super().__init__()
         self.stack = stack
+        self.labels = labels
         self.register_buffer("lrs", lrs)
 
     def forward(self, P) -> torch.Tensor:
-        return _ScaleGrad.apply(self.stack(P), self.lrs.to(next(self.stack.parameters()).dtype))
+        F = self.stack(P)  # (slots, batch)
+        bad = ~torch.isfinite(F).all(-1)
+        if bool(bad.any()):
+            raise FloatingPointError(f"non-finite output in slot {self.labels[int(bad.nonzero()[0])]}; "
+                                     "the step size is too large for this setting")
+        return _ScaleGrad.apply(F, self.lrs.to(F.dtype))
 
 
 def _cat_prompts(parts: list) -> Prompts:
@@ -300,7 +309,8 @@ def train_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -
     init = [torch_generator(s, "init") for _ in settings for s in seeds]
     stack = build_model(kind, d0.d, m=d0.d + 1, delta=preset.delta, generators=init, device=device)
     lrs = torch.tensor([st.lr for st in settings for _ in seeds], dtype=torch.float64, device=device)
-    model = _PerSlotStep(stack, lrs)
+    labels = [f"{st.kind}, eta = {st.lr}, {st.data}, seed {s}" for st in settings for s in seeds]
+    model = _PerSlotStep(stack, lrs, labels)
     val = _prompts_per_setting(pat, datas, tasks, preset.n_eval,
                                [torch_generator(s, "validation") for s in seeds]).to(device)
     grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
@@ -326,7 +336,7 @@ def train_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -
 # ---------------------------------------------------------------- from curves to counts, exponents and rates
 
 #: exponents of Lemma 3's growth rate ``eta (1-p_a) beta / M1`` (a lower bound) and of Lemma 4's two rates
-#: ``eta beta^2 kappa_a (1-p_a) / V`` (``v*^T w``) and ``eta (1-p_a) beta^2 / M1`` (``(mu_j^T, 0) w``, a Theta);
+#: ``eta beta^2 kappa_a (1-p_a) / V`` (``v*^T w``) and ``eta (1-p_a) beta^2 / M1`` (``(mu_j^T, 0) w``, a Theta).
 LEMMA_PREDICTED = {
     "lemma3": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 1.0, "M1": -1.0, "l_tr": 0.0},
     "lemma4_v": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 2.0, "M1": 0.0, "l_tr": 0.0},
@@ -395,7 +405,8 @@ def _eq13_from(steps, C: dict, S: int) -> list:
     return out
 
 
-def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict) -> tuple[dict, dict, dict]:
+def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict) -> tuple:
+    """Counts per setting and seed, their exponents (hinge-loss count) and the 0-1-error counts' exponents."""
     counts, exps, exps_err = {}, {}, {}
     for factor, pts in sweep_settings(preset, kind).items():
         xs = [factor_value(st, factor) for st in pts]
