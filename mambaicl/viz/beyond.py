@@ -169,7 +169,8 @@ def plot_multiclass(ax, result, C: int, models=None, independent: bool = True):
         ax.plot([], [], color="grey", ls=":", label="$1 - \\prod_h (1 - e_h)$ (levels independent)")
     ax.set_xlabel(r"test outlier fraction $\alpha$ (rule A)")
     ax.set_ylabel("error (any level wrong)")
-    ax.set_title(f"C = {C} classes (H = {int(round(math.log2(C)))} levels)")
+    H = int(round(math.log2(C)))
+    ax.set_title(f"C = {C} classes (H = {H} level{'s' if H > 1 else ''})")
     ax.legend(fontsize=7)
 
 
@@ -205,7 +206,7 @@ def plot_boundary_vs_length(ax, result, models=None):
                 color=PALETTE[kind], alpha=0.6)
         ax.plot(l, cells.mean(0), color=PALETTE[kind], marker="o", ms=4, label=f"{LABELS.get(kind, kind)} (mean over $p_a$)")
     ax.plot([], [], color="grey", lw=0, marker=".", label="one $p_a$ (mean over seeds)")
-    integer_ticks(ax, "x")
+    ax.set_xticks(l)
     ax.set_xlabel("test prompt length $l_{ts}$")
     ax.set_ylabel(r"measured boundary $\alpha^*$")
     ax.legend(fontsize=6, loc="center right", frameon=True)
