@@ -166,3 +166,18 @@ def fig2_viz():
     from mambaicl.viz import fig2 as vf
 
     return vf
+
+
+def test_eta_search_fallback_retrains_each_step_size_alone_and_agrees(monkeypatch):
+    """When the batched search diverges, each step size is retrained alone; both paths give the same losses."""
+    batched = fig2.eta_search(SMALL, "mamba", (0.05, 0.2), seeds=(5, 6), n_val=300)
+
+    def diverge(*args, **kwargs):
+        raise FloatingPointError("forced")
+
+    monkeypatch.setattr(fig2, "_train_lr_batch", diverge)
+    alone = fig2.eta_search(SMALL, "mamba", (0.05, 0.2), seeds=(5, 6), n_val=300)
+    assert alone.stack is None and alone.best == batched.best
+    np.testing.assert_allclose(alone.hinge_per_seed, batched.hinge_per_seed, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="batched search"):
+        fig2.eta_test_errors(alone, SMALL, (0.0,))
