@@ -94,6 +94,16 @@ def _generators(seed, stage: str):
     return torch_generator(check_int("seed", seed, 0), stage)
 
 
+def _which(per_model: torch.Tensor, seed) -> str:
+    """``", seed s"`` (or ``", stacked model k"``) for the first stacked model whose loss is not finite."""
+    if per_model.dim() == 0:
+        return ""
+    k = int((~torch.isfinite(per_model)).flatten().nonzero()[0])
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else []
+    return f", seed {seeds[k]}" if per_model.dim() == 1 and k < len(seeds) == per_model.numel() else \
+        f", stacked model {k}"
+
+
 def _record(history: TrainHistory, step: int, per_model: torch.Tensor, model: nn.Module, probes) -> None:
     history.steps.append(step)
     history.loss.append(per_model.detach().tolist())
@@ -148,9 +158,7 @@ def fit(model: nn.Module, sample_batch: Callable, *, steps: int, batch_size: int
         P, z = P.to(device), z.to(device)
         per_model = loss_per_model(loss, model(P), z)  # () or (S,)
         if not bool(torch.isfinite(per_model).all()):
-            bad = "" if per_model.dim() == 0 else \
-                f", seed {list(seed)[int((~torch.isfinite(per_model)).nonzero()[0])]}"
-            raise FloatingPointError(f"non-finite training loss at step {step} (lr = {lr}{bad}); "
+            raise FloatingPointError(f"non-finite training loss at step {step} (lr = {lr}{_which(per_model, seed)}); "
                                      "the step size is too large for this model")
         if step % record_every == 0 or step == steps:
             with torch.no_grad():

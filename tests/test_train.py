@@ -118,3 +118,19 @@ def test_batched_run_is_byte_identical_on_a_rerun():
         torch.save({k: v.detach() for k, v in stack.state_dict().items()}, buf)
         blobs.append(buf.getvalue())
     assert blobs[0] == blobs[1]
+
+
+def test_non_finite_loss_of_a_stack_names_the_seed():
+    data = DataConfig()
+    pat = make_patterns(data, torch_generator(0, "patterns"))
+    stack = build_model("mamba", data.d, generators=torch_generators([4, 9], "init"))
+    sample = synthetic_sampler(pat, data, training_tasks(data.M1))
+
+    def poisoned(batch, gens):
+        pr, z = sample(batch, gens)
+        with torch.no_grad():
+            stack.w[1].fill_(float("nan"))  # seed 9's model breaks
+        return pr, z
+
+    with pytest.raises(FloatingPointError, match=r"step 0 \(lr = 0.1, seed 9\)"):
+        fit(stack, poisoned, steps=2, batch_size=4, lr=0.1, seed=[4, 9], progress=False)
