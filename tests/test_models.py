@@ -292,3 +292,20 @@ def test_stack_members_are_the_single_models():
         assert (F[i] - stack.member(i)(P[i])).abs().max() < 1e-12
     with pytest.raises(ValueError, match="s must lie"):
         stack.member(2)
+
+
+def test_build_model_is_the_one_factory_for_gate_families():
+    """App. 12's gate families come from build_model too, equal to the gla module's own builder."""
+    from mambaicl.models import GATE_KINDS
+    from mambaicl.models.gla import build_gla
+    from mambaicl.seeding import torch_generators
+
+    assert set(GATE_KINDS) >= {"mamba2", "gated_retention", "retnet", "gla"}
+    a = build_model("gated_retention", 30, generators=torch_generators([0, 1], "init"), tau=2.0)
+    b = build_gla("gated_retention", 30, generators=torch_generators([0, 1], "init"), tau=2.0, dtype=torch.float64)
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        assert torch.equal(p, q), n
+    with pytest.raises(ValueError, match="seed stack"):
+        build_model("retnet", 30)
+    with pytest.raises(ValueError, match="gamma"):
+        build_model("retnet", 30, generators=torch_generators([0], "init"), gamma=-0.5)

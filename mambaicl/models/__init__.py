@@ -25,9 +25,10 @@ from .gated_attention import (
 from .recurrence import discretize, selective_scan, selective_scan_closed_form
 from .deep import KINDS, DeepICLModel  # noqa: E402
 from .mamba1 import Mamba1Block  # noqa: E402
-from .factory import build_model  # noqa: E402
+from .factory import GATE_KINDS, build_model  # noqa: E402
 
 __all__ = [
+    "GATE_KINDS",
     "KINDS",
     "ONE_LAYER_KINDS",
     "DeepICLModel",
