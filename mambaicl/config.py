@@ -294,7 +294,7 @@ class DeepConfig(Config):
     d_model: int = integer(64, 1)
     d_state: int = integer(16, 1)
     delta: float = real(0.2, 0.0, 1.0, low_open=True)
-    norm: str = choice("rms", ("rms", "none"))
+    norm: str = choice("rms", ("rms", "none", "after_first"))  # models.deep.NORMS
 
     def _check(self) -> None:
         if self.kind == "mamba1":

@@ -24,6 +24,15 @@ from mambaicl.models.deep import paper_scan_terms
 from mambaicl.train import fit, fit_kwargs, synthetic_sampler
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These tensors are small: one thread is faster than two on a shared machine (as in the chapters)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def small_setup(alpha=0.3, placement="random", n=16, seed=0):
     data = dataclasses.replace(FIG2.data, p_a=0.4)
     pat = make_patterns(data, torch.Generator().manual_seed(0))
@@ -166,3 +175,83 @@ def test_explorer_static_frame_and_widget():
     widget.children[1].children[0].value = "close"  # placement dropdown: redraws without error
     with pytest.raises(ValueError, match="index"):
         static_explorer(model, pat, test, all_tasks(data.M1), index=99)
+
+
+# ---------------------------------------------------------------- the experiment: seeds, stacks, summaries
+
+
+def _tiny(preset, steps=12, **kw):
+    from mambaicl.experiments.mechanism import log_steps as ls
+
+    train = dataclasses.replace(preset.train, steps=steps)
+    return dataclasses.replace(preset, name="tiny", train=train, record_steps=ls(steps, 5), n_test=64, n_sums=16,
+                               **kw)
+
+
+def test_one_layer_stack_equals_separate_seeds():
+    from mambaicl.experiments.mechanism import ONE_LAYER, train_one_layer_stack, train_one_seed
+
+    preset = _tiny(ONE_LAYER, steps=30)
+    stacked = train_one_layer_stack(preset, (3, 5))
+    for i, s in enumerate((3, 5)):
+        alone = train_one_seed(preset, s)
+        for name, p in alone.model.named_parameters():
+            q = dict(stacked[i].model.named_parameters())[name]
+            assert float((p - q).abs().max()) <= 1e-9 * max(1.0, float(p.detach().abs().max())), name
+        assert stacked[i].recorder.steps == alone.recorder.steps
+        for a, b in zip(stacked[i].recorder.same, alone.recorder.same):
+            assert abs(a[0] - b[0]) < 1e-8
+
+
+def test_run_reports_every_layer_group_and_placement_and_is_byte_identical():
+    from mambaicl.experiments.mechanism import FIG3, run
+
+    preset = _tiny(dataclasses.replace(FIG3, model=dataclasses.replace(FIG3.model, d_model=32)), steps=6,
+                   n_group=8, n_placement=8, J=3)
+    res = run(preset, seeds=(0, 1), progress=False)
+    assert len(res.layers) == 3 and len(res.test_error) == 2
+    assert set(res.errors_by_group) == {"training", "reversed", "distance 2", "distance 3"}
+    assert set(res.placement) == {"far", "random", "close"} and len(res.placement["far"]["error"]) == 2
+    assert res.sums["steps"][0] == 0 and len(res.sums["same"][0]) == len(res.sums["steps"])
+    steps, mean, se = res.sum_curve(2, "same")
+    assert len(steps) == len(mean) == len(se)
+    assert abs(mean[-1] - (res.sums["same"][0][-1][2] + res.sums["same"][1][-1][2]) / 2) < 1e-12
+    ratio = res.per_seed(0, "other_over_same")
+    assert all(r == abs(o) / s for r, s, o in zip(ratio, res.layers[0]["same"], res.layers[0]["other"]) if s > 0)
+    assert res.to_json() == run(preset, seeds=(0, 1), progress=False).to_json()
+
+
+def test_decay_summary_of_a_geometric_sequence():
+    from mambaicl.experiments.mechanism import decay_summary
+
+    d = decay_summary([0.4 * 0.6 ** j for j in range(6)])
+    assert abs(d["factor"] - 0.6) < 1e-12 and abs(d["min_ratio"] - 0.6) < 1e-12 and abs(d["r2"] - 1) < 1e-12
+    assert abs(d["constant"] - 1.0) < 1e-12  # 0.6 > 0.5: G_h(j) 2^(j-1) grows, its minimum is at j = 1
+    fast = decay_summary([0.25 ** j for j in range(4)])
+    assert abs(fast["constant"] - 0.5 ** 3) < 1e-12  # faster than 1/2: the constant shrinks with J
+    assert math.isnan(decay_summary([0.3, float("nan")])["factor"])
+
+
+def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group():
+    from mambaicl.analysis.corollaries import group_report
+    from mambaicl.data import task_groups
+    from mambaicl.evaluate import errors_by_task_group
+
+    data, pat, test, _ = small_setup()
+    model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
+    fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=30, batch_size=32, lr=0.3, progress=False)
+    rep = group_report(model, pat, test, 40, torch.Generator().manual_seed(9))
+    ref = errors_by_task_group(model, pat, test, 40, torch.Generator().manual_seed(9))
+    assert {g: v["error"] for g, v in rep.items()} == ref
+    # the training group's sums, recomputed from its own prompts with a loop over examples
+    tasks = all_tasks(data.M1)
+    names = task_groups(tasks, data.M1)
+    g = torch.Generator().manual_seed(9)
+    for name in sorted(set(names)):  # the same draws, group after group
+        pr = draw_test_prompts(pat, test, tasks[torch.tensor([n == name for n in names])], 40, g)
+        if name == "training":
+            break
+    att = model.attention(pr.P)
+    same = [sum(float(att[b, i]) for i in range(att.shape[1] - 1) if pr.relevant[b, i] == pr.relevant[b, -1])
+            for b in range(40)]
+    assert abs(sum(same) / 40 - rep["training"]["same"][0]) < 1e-10

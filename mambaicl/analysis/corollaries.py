@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from ..config import TestConfig
-from ..data import Patterns, Prompts, test_prompts
+from ..data import Patterns, Prompts, all_tasks, task_groups, test_prompts
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
 
@@ -41,6 +41,7 @@ __all__ = [
     "layer_report",
     "mechanism_report",
     "placement_cost",
+    "group_report",
     "SumRecorder",
 ]
 
@@ -192,6 +193,30 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
             "first_clean_gate": float(G[has, first[has]].median()),
             "first_clean_distance": float((l - first[has]).float().mean()),
         }
+    return out
+
+
+@torch.no_grad()
+def group_report(model, pat: Patterns, test: TestConfig, n: int, generator) -> dict[str, dict]:
+    """Test error and Corollary 1's sums on each task group (:func:`mambaicl.data.task_groups`).
+
+    ``n`` prompts per group, drawn from ``generator`` group after group in sorted order (the
+    draws of :func:`mambaicl.evaluate.errors_by_task_group`, so the errors equal its errors).
+
+    Returns:
+        ``group -> {"error": float, "same": [per layer], "other": [per layer]}``: the 0-1 error and
+        the means over the group's prompts of the two sums of Eq. (6), layer by layer.
+    """
+    M1 = pat.mu.shape[0]
+    tasks = all_tasks(M1)
+    names = task_groups(tasks, M1)
+    out = {}
+    for name in sorted(set(names)):
+        keep = torch.tensor([nm == name for nm in names])
+        pr = test_prompts(pat, test, tasks[keep], n, generator)
+        sums = [attention_sums(att, pr.relevant) for att, _ in query_terms(model, pr.P)]
+        out[name] = {"error": zero_one_error(predict(model, pr.P), pr.z),
+                     "same": [float(a.mean()) for a, _ in sums], "other": [float(b.mean()) for _, b in sums]}
     return out
 
 

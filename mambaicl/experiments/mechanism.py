@@ -25,20 +25,21 @@ from typing import Optional
 
 import torch
 
-from ..analysis.corollaries import SumRecorder, mechanism_report
-from ..analysis.stats import error_mean_se, mean_se
-from ..config import DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_real, to_dict
-from ..data import Patterns, all_tasks, test_prompts, training_tasks
+from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
+from ..analysis.fits import decay_stats
+from ..analysis.stats import compare, error_mean_se, mean_se
+from ..config import DataConfig, DeepConfig, TestConfig, TrainConfig, check_choice, check_int, check_real, to_dict
+from ..data import Patterns, all_tasks, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..models import build_model
-from ..seeding import torch_generator
+from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, synthetic_sampler
 from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_RMS", "MAMBA1", "PRESETS",
+__all__ = ["NAME", "DESCRIPTION", "MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "train_one_seed",
-           "run", "log_steps"]
+           "train_one_layer_stack", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
 NAME = "mechanism"
 DESCRIPTION = "§3.5/§4.1: Corollary 1 (attention sums, Fig. 3) and Corollary 2 (gates), one and three layers"
@@ -64,6 +65,10 @@ class MechanismPreset:
     n_test: int = 512
     J: int = 8
     record_steps: tuple = ()
+    n_sums: int = 256  # test prompts on which Corollary 1's sums are recorded along training
+    n_group: int = 256  # test prompts per task group (errors by task group); 0: skip
+    n_placement: int = 0  # test prompts per placement (FQ / R / CQ, the cost of locality); 0: skip
+    mechanism_groups: tuple = ()  # task groups the Corollary 1-2 prompts come from (); () = all tasks
 
     def __post_init__(self) -> None:
         if self.model is not None and not isinstance(self.model, DeepConfig):
@@ -71,9 +76,15 @@ class MechanismPreset:
         check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
         check_real("alpha", self.alpha, 0.0, 1.0, high_open=True)
         check_int("n_test", self.n_test, 1)
-        check_int("J", self.J, 1)
+        check_int("J", self.J, 2)
+        check_int("n_sums", self.n_sums, 1)
+        check_int("n_group", self.n_group, 0)
+        check_int("n_placement", self.n_placement, 0)
         for i, s in enumerate(self.record_steps):
             check_int(f"record_steps[{i}]", s, 1, self.train.steps)
+        known = sorted(set(task_groups(all_tasks(fig2.FIG2.data.M1), fig2.FIG2.data.M1)))
+        for i, g in enumerate(self.mechanism_groups):
+            check_choice(f"mechanism_groups[{i}]", g, tuple(known))
 
     @property
     def steps_to_record(self) -> tuple:
@@ -81,17 +92,24 @@ class MechanismPreset:
 
 
 #: the one-layer Mamba of Eq. (3) with Figure 2's step size, at p_a = 0.4 (§4.1)
-ONE_LAYER = MechanismPreset(name="one_layer", train=TrainConfig(lr=0.3, batch_size=64, steps=1000))
-#: Figures 3-5: the paper's three-layer Mamba (§4.1), single head, p_a = 0.4. Residual layers without
-#: normalisation: with pre-norm RMSNorm the first-layer gate does not learn to suppress outliers
-#: within our budget (FIG3_RMS, Chapter 5).
-FIG3 = MechanismPreset(name="fig3", model=DeepConfig(kind="mamba", n_layers=3, d_model=64, norm="none"),
-                       train=TrainConfig(lr=3e-4, batch_size=64, steps=600, optimizer="adam"))
-FIG3_RMS = dataclasses.replace(FIG3, name="fig3_rms", model=dataclasses.replace(FIG3.model, norm="rms"))
+ONE_LAYER = MechanismPreset(name="one_layer", train=TrainConfig(lr=0.3, batch_size=64, steps=1000), n_placement=1000)
+#: Figures 3-5: the paper's three-layer Mamba (§4.1), single head, p_a = 0.4: residual layers of the paper's
+#: selective scan with pre-norm RMSNorm. The hinge loss is 0 on training batches from about step 100 and
+#: Adam's moments run out soon after, so 250 steps suffice. Its test error comes from tasks two and three
+#: steps away from the training tasks (Chapter 5), so Corollaries 1-2 are measured on the task groups where
+#: it is right (training and reversed tasks).
+FIG3 = MechanismPreset(name="fig3", model=DeepConfig(kind="mamba", n_layers=3, d_model=64, norm="rms"),
+                       train=TrainConfig(lr=3e-4, batch_size=64, steps=250, optimizer="adam"), n_placement=500,
+                       mechanism_groups=("training", "reversed"))
+#: FIG3 without normalisation: its gates learn to suppress outliers in some seeds (layer 1 or 3), but its
+#: layers see test outliers 3.3x larger than any in training and it generalises worse (Chapter 5)
+FIG3_NONE = dataclasses.replace(FIG3, name="fig3_none", model=dataclasses.replace(FIG3.model, norm="none"),
+                                n_placement=0)
 #: the same question for three standard Mamba-1 blocks (Gu & Dao 2023), smaller to fit the CPU budget
 MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers=3, d_model=32),
-                         train=TrainConfig(lr=1e-3, batch_size=32, steps=150, optimizer="adam"), n_test=256, J=6)
-PRESETS = {p.name: p for p in (ONE_LAYER, FIG3, FIG3_RMS, MAMBA1)}
+                         train=TrainConfig(lr=1e-3, batch_size=32, steps=150, optimizer="adam"), n_test=256, J=6,
+                         n_group=0)
+PRESETS = {p.name: p for p in (ONE_LAYER, FIG3, FIG3_NONE, MAMBA1)}
 DEFAULT_PRESET = "fig3"
 
 
@@ -119,20 +137,88 @@ class SeedRun:
     patterns: Patterns
 
 
+def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
+    """The tasks whose test prompts Corollaries 1-2 are measured on: all, or those of ``preset.mechanism_groups``."""
+    M1 = fig2.FIG2.data.M1
+    tasks = all_tasks(M1)
+    if not preset.mechanism_groups:
+        return tasks
+    return tasks[torch.tensor([g in preset.mechanism_groups for g in task_groups(tasks, M1)])]
+
+
+def _sum_prompts(preset: MechanismPreset, pat: Patterns, seed: int):
+    _, test = setting(preset)
+    return test_prompts(pat, test, mechanism_tasks(preset), preset.n_sums, torch_generator(seed, "test/sums"))
+
+
+def _patterns(preset: MechanismPreset) -> Patterns:
+    dtype = torch.float64 if preset.model is None else torch.get_default_dtype()
+    return fig2.patterns(fig2.FIG2, dtype=dtype)
+
+
 def train_one_seed(preset: MechanismPreset, seed: int, *, device=None, progress: bool = False,
                    record_every: int = 50) -> SeedRun:
     """Train the preset's model for one seed, recording Corollary 1's sums at ``preset.steps_to_record``."""
-    data, test = setting(preset)
-    dtype = torch.float64 if preset.model is None else torch.get_default_dtype()
-    pat = fig2.patterns(fig2.FIG2, dtype=dtype)
-    pr = test_prompts(pat, test, all_tasks(data.M1), min(preset.n_test, 256), torch_generator(seed, "test/sums"))
+    data, _ = setting(preset)
+    pat = _patterns(preset)
     device = resolve_device(device)
     model = build(preset, data.d, seed, device)
-    rec = SumRecorder(pr, steps=preset.steps_to_record)
+    rec = SumRecorder(_sum_prompts(preset, pat, seed), steps=preset.steps_to_record)
     rec.record(0, model)
     hist = fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), seed=seed, device=device,
                record_every=record_every, progress=progress, callback=rec.callback, **fit_kwargs(preset.train))
     return SeedRun(model=model.eval(), history=hist, recorder=rec, patterns=pat)
+
+
+def train_one_layer_stack(preset: MechanismPreset, seeds, *, device=None, progress: bool = False,
+                          record_every: int = 50) -> list[SeedRun]:
+    """The one-layer preset for all ``seeds`` in one batched run (:class:`mambaicl.models.OneLayerStack`).
+
+    Seed ``s`` starts from ``(s, "init")`` and trains on ``(s, "train")``, exactly as
+    :func:`train_one_seed` would (equal up to floating-point rounding); its sums are recorded on
+    its own prompts ``(s, "test/sums")``. Returns one :class:`SeedRun` per seed (``model`` is the
+    seed's member of the stack, ``history.loss_of(i)`` its losses).
+    """
+    if preset.model is not None:
+        raise ValueError(f"train_one_layer_stack needs a one-layer preset (model=None); {preset.name!r} has a deep model")
+    seeds = resolve_seeds(seeds)
+    data, _ = setting(preset)
+    pat = _patterns(preset)
+    device = resolve_device(device)
+    stack = build_model("mamba", data.d, m=preset.train.m, delta=preset.train.delta,
+                        generators=torch_generators(seeds, "init"), device=device)
+    recs = [SumRecorder(_sum_prompts(preset, pat, s), steps=preset.steps_to_record) for s in seeds]
+    for i, rec in enumerate(recs):
+        rec.record(0, stack.member(i))
+    at = set(preset.steps_to_record)
+
+    def callback(step: int, model) -> None:  # record every member after the updates listed in ``at``
+        if step + 1 in at:
+            with torch.no_grad():
+                for i, rec in enumerate(recs):
+                    rec.record(step + 1, model.member(i))
+
+    hist = fit(stack, synthetic_sampler(pat, data, training_tasks(data.M1)), seed=list(seeds), device=device,
+               record_every=record_every, progress=progress, callback=callback, **fit_kwargs(preset.train))
+    return [SeedRun(model=stack.member(i).eval(), history=hist, recorder=rec, patterns=pat)
+            for i, rec in enumerate(recs)]
+
+
+def decay_summary(rank) -> dict:
+    """Corollary 2(ii) on one seed's median clean gates ``G_{h(1)}, ..., G_{h(J)}``.
+
+    Returns ``factor`` (fitted per-step factor, :func:`mambaicl.analysis.fits.decay_stats`),
+    ``min_ratio`` (smallest successive ratio), ``r2`` (of the log-linear fit) and ``constant``:
+    ``min_j G_{h(j)} 2^{j-1} / G_{h(1)}``, the largest ``c`` with ``G_{h(j)} >= c G_{h(1)} 2^{-(j-1)}``
+    for all ``j <= J`` (Eq. (8) says such a constant exists, independent of ``j``).
+    NaN entries (prompts with fewer than ``j`` clean examples) are dropped from the end.
+    """
+    g = [float(v) for v in rank if v == v]
+    if len(g) < 2 or min(g) <= 0:
+        return {"factor": math.nan, "min_ratio": math.nan, "r2": math.nan, "constant": math.nan}
+    ratios, factor, r2 = decay_stats(g)
+    return {"factor": factor, "min_ratio": float(ratios.min()), "r2": r2,
+            "constant": min(v * 2.0 ** j for j, v in enumerate(g)) / g[0]}
 
 
 @dataclass
@@ -145,44 +231,121 @@ class MechanismResult(Result):
     test_error: list  # per seed, on n_test prompts at alpha
     test_error_mean: float
     test_error_se: float
-    layers: list  # per layer: {"same": [per seed], "other": ..., "gate_outlier": ..., "gate_clean": ..., "rank": [[J] per seed]}
+    layers: list  # per layer: {"same": [per seed], "other": ..., "gate_outlier": ..., "gate_clean": ...,
+    #               "rank": [[J] per seed], "decay_factor": [per seed], "decay_min_ratio", "decay_r2", "decay_constant"}
     sums: dict  # {"steps": [...], "same": [seed][record][layer], "other": ...}
     final_train_loss: list  # per seed
+    errors_by_group: dict  # {task group: [per seed]} on n_group prompts per group ({} if n_group = 0)
+    group_sums: dict  # {task group: {"same": [seed][layer], "other": [seed][layer]}} on the same prompts
+    placement: dict  # {"far"/"random"/"close": {quantity: [per seed]}} ({} if n_placement = 0)
     runs: list = internal()  # [SeedRun] in seeds order
     reports: list = internal()  # [[LayerReport per layer] per seed]
-    prompts: object = internal()  # the test prompts of the first seed (for figures)
+    prompts: object = internal()  # the first seed's prompts of the Corollary 1-2 report (for figures)
 
     def layer_mean_se(self, layer: int, key: str) -> tuple[float, float]:
         """Mean and standard error over seeds of one per-seed quantity of ``layer``."""
         return mean_se(self.layers[layer][key])
 
+    def per_seed(self, layer: int, key: str) -> list:
+        """Per-seed values of ``key`` in ``layer``; also the derived ``"other_over_same"``
+        (``|other| / same``, Corollary 1) and ``"gate_ratio"`` (median outlier / clean gate, Cor. 2(i))."""
+        L = self.layers[layer]
+        if key == "other_over_same":
+            return [abs(o) / s if s > 0 else math.inf for s, o in zip(L["same"], L["other"])]
+        if key == "gate_ratio":
+            return [o / c for o, c in zip(L["gate_outlier"], L["gate_clean"])]
+        return list(L[key])
+
+    def sum_curve(self, layer: int, which: str) -> tuple[list, list, list]:
+        """``(steps, mean, se)`` over seeds of Corollary 1's ``which`` sum (``"same"``/``"other"``) in ``layer``."""
+        if which not in ("same", "other"):
+            raise ValueError(f"which must be 'same' or 'other'; got {which!r}")
+        per = self.sums[which]  # [seed][record][layer]
+        stats = [mean_se([per[s][k][layer] for s in range(len(per))]) for k in range(len(self.sums["steps"]))]
+        return list(self.sums["steps"]), [m for m, _ in stats], [0.0 if se != se else se for _, se in stats]
+
+    def peak(self, layer: int, which: str = "same"):
+        """Where the mean ``which`` sum of ``layer`` peaks along training, and whether it falls after.
+
+        Returns ``(step, comparison)``: the recorded step at which the mean over seeds is largest,
+        and :func:`mambaicl.analysis.stats.compare` of the per-seed values there against the final
+        ones (``comparison.verdict == "a > b"``: the sum falls after its peak, beyond 2 SE).
+        """
+        steps, mean, _ = self.sum_curve(layer, which)
+        k = max(range(len(mean)), key=mean.__getitem__)
+        per = self.sums[which]
+        return steps[k], compare([p[k][layer] for p in per], [p[-1][layer] for p in per])
+
+    def group_sum(self, group: str, which: str, layer: int = 0) -> list:
+        """Per-seed mean over the group's prompts of Corollary 1's ``which`` sum in ``layer``."""
+        return [v[layer] for v in self.group_sums[group][which]]
+
+    def group_error(self, group: str) -> tuple[float, float]:
+        """Mean and SE over seeds (seeds and prompts counted) of the test error on one task group."""
+        return error_mean_se(self.errors_by_group[group], self.config["n_group"])
+
 
 def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> MechanismResult:
-    """Train the preset's model for every seed and measure Corollaries 1-2 on Definition 2 prompts."""
+    """Train the preset's model for every seed and measure Corollaries 1-2 on Definition 2 prompts.
+
+    One-layer presets train all seeds as one batched stack; deep presets one seed at a time.
+    Per seed: the test error on ``n_test`` prompts of all tasks (stream ``(s, "test/mechanism")``),
+    the Corollary 1-2 report of every layer on the same prompts (or, with ``mechanism_groups``, on
+    ``n_test`` prompts of those groups' tasks, ``(s, "test/mechanism/groups")``), the error and Corollary 1's sums per
+    task group (``(s, "test/groups")``) and, if ``n_placement``, the cost of locality
+    (:func:`mambaicl.analysis.corollaries.placement_cost`, ``(s, "test/placement")``).
+    """
     seeds = resolve_seeds(seeds)
     data, test = setting(preset)
-    runs, reports, errors, first_pr = [], [], [], None
-    for s in seeds:
-        r = train_one_seed(preset, s, device=device, progress=progress)
-        pr = test_prompts(r.patterns, test, all_tasks(data.M1), preset.n_test, torch_generator(s, "test/mechanism"))
-        first_pr = first_pr or pr
+    if preset.model is None:
+        runs = train_one_layer_stack(preset, seeds, device=device, progress=progress)
+    else:
+        runs = [train_one_seed(preset, s, device=device, progress=progress) for s in seeds]
+    tasks = all_tasks(data.M1)
+    reports, errors, groups, group_sums, placement, first_pr = [], [], {}, {}, {}, None
+    for s, r in zip(seeds, runs):
+        pr = test_prompts(r.patterns, test, tasks, preset.n_test, torch_generator(s, "test/mechanism"))
         errors.append(zero_one_error(predict(r.model, pr), pr.z))
+        if preset.mechanism_groups:  # Corollaries 1-2 on prompts of the chosen task groups only
+            pr = test_prompts(r.patterns, test, mechanism_tasks(preset), preset.n_test,
+                              torch_generator(s, "test/mechanism/groups"))
+        first_pr = first_pr or pr
         reports.append(mechanism_report(r.model, pr, J=preset.J))
-        runs.append(r)
+        if preset.n_group:
+            rep = group_report(r.model, r.patterns, test, preset.n_group, torch_generator(s, "test/groups"))
+            for g, v in rep.items():
+                groups.setdefault(g, []).append(v["error"])
+                for k in ("same", "other"):
+                    group_sums.setdefault(g, {}).setdefault(k, []).append(v[k])
+        if preset.n_placement:
+            cost = placement_cost(r.model, r.patterns, test, tasks, preset.n_placement, seed=s)
+            for pl, vals in cost.items():
+                for k, v in vals.items():
+                    placement.setdefault(pl, {}).setdefault(k, []).append(v)
     n_layers = len(reports[0])
 
     def per_seed(layer: int, attr: str):
         return [getattr(rep[layer], attr) for rep in reports]
 
-    layers = [{"same": per_seed(i, "same"), "other": per_seed(i, "other"),
-               "gate_outlier": per_seed(i, "gate_outlier"), "gate_clean": per_seed(i, "gate_clean"),
-               "rank": [list(x) for x in per_seed(i, "rank")]} for i in range(n_layers)]
+    layers = []
+    for i in range(n_layers):
+        entry = {"same": per_seed(i, "same"), "other": per_seed(i, "other"),
+                 "gate_outlier": per_seed(i, "gate_outlier"), "gate_clean": per_seed(i, "gate_clean"),
+                 "rank": [list(x) for x in per_seed(i, "rank")]}
+        if entry["rank"][0]:
+            dec = [decay_summary(rk) for rk in entry["rank"]]
+            for k in ("factor", "min_ratio", "r2", "constant"):
+                entry[f"decay_{k}"] = [d[k] for d in dec]
+        layers.append(entry)
     sums = {"steps": runs[0].recorder.steps, "same": [r.recorder.same for r in runs],
             "other": [r.recorder.other for r in runs]}
     m, se = error_mean_se(errors, preset.n_test)
     cfg = to_dict(preset)
     cfg["record_steps"] = list(preset.steps_to_record)
+    final_loss = [r.history.loss_of(i)[-1] if preset.model is None else r.history.loss[-1]
+                  for i, r in enumerate(runs)]
     return MechanismResult(preset=preset.name, seeds=list(seeds), config=cfg, test_error=errors, test_error_mean=m,
-                           test_error_se=se, layers=layers, sums=sums,
-                           final_train_loss=[r.history.loss[-1] for r in runs], runs=runs, reports=reports,
+                           test_error_se=se, layers=layers, sums=sums, final_train_loss=final_loss,
+                           errors_by_group=groups, group_sums=group_sums, placement=placement, runs=runs,
+                           reports=reports,
                            prompts=first_pr)

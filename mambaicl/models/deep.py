@@ -19,14 +19,16 @@ Kinds (:func:`build_deep`, reached through :func:`mambaicl.models.build_model` w
 * ``"mamba"``: the paper's selective-scan layer (Eq. 1 with ``A = -I``, per-channel
   ``Delta_j = softplus(w_j^T u)``), one per head, run in its quadratic closed form
   (App. 11.1): linear attention times a gate, with the gate factorised into per-token terms
-  (:func:`selective_scan_heads_factored`). ``scan="quadratic"`` materialises the full gate
+  (:func:`selective_scan_heads_factored`). ``scan="chunked"`` (:func:`selective_scan_heads_chunked`, what the factored form falls back to
+  when the gates saturate) never exponentiates a positive number; ``scan="quadratic"`` materialises the full gate
   (:func:`selective_scan_heads`, what the probe uses) and ``scan="sequential"`` runs the literal
   recurrence :func:`mambaicl.models.recurrence.selective_scan` (the plain twin).
 * ``"linear"``: the same layer with ``G = 1`` (causal linear attention, Section 3.4).
 * ``"softmax"``: causal softmax attention, ``softmax_s(u_s^T W_B^T W_C u_t / sqrt(m))``.
 * ``"mamba1"``: standard Mamba-1 blocks (:class:`mambaicl.models.mamba1.Mamba1Block`).
 
-Every layer is pre-norm and residual: ``x <- x + mixer(RMSNorm(x))``. Values are the tokens
+Every layer is residual and (by default) pre-norm: ``x <- x + mixer(RMSNorm(x))``; ``norm="none"``
+drops the RMSNorm, ``norm="after_first"`` drops it in the first layer only. Values are the tokens
 themselves (``u_s``), as in Eq. (1) and (3); the heads are combined by ``W_O``.
 
 ``probe(P)`` runs the same layers with ``probe=True`` and returns, per layer, the tensors that
@@ -58,12 +60,15 @@ __all__ = [
     "selective_scan_heads",
     "selective_scan_heads_factored",
     "selective_scan_heads_chunked",
+    "NORMS",
     "selective_scan_heads_seq",
     "attention_heads",
     "attention_heads_seq",
 ]
 
 KINDS = DEEP_KINDS
+#: where a stack normalises: every layer, no layer, every layer but the first
+NORMS = ("rms", "none", "after_first")
 
 
 class RMSNorm(nn.Module):
@@ -288,13 +293,31 @@ class PaperMambaMixer(_HeadsMixer):
         self.W = nn.Parameter(_normal((n_heads, d_model, d_model), d_model ** -0.5, generator))  # (H, D, D)
 
     def forward(self, u: torch.Tensor, probe: bool = False):
-        if not probe:
-            return self.combine(_PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W))
-        scores, G = paper_scan_terms(u, self.W_B, self.W_C, self.W)
-        out = self.combine(gated_mix(u, scores, G))  # (batch, L, D)
+        out = self.combine(_PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W))  # (batch, L, D)
         if not probe:
             return out
-        return out, {"attention": scores, "gate": G[:, :, -1], "gate_full": G}
+        return out, {"attention": self.scores(u), "gate": self.query_gate(u)}
+
+    def scores(self, u: torch.Tensor) -> torch.Tensor:
+        """``u_s^T W_B^T W_C u_t`` of every head, zero for ``s > t``, ``(batch, H, L(t), L(s))``."""
+        L = u.shape[1]
+        causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=u.device))
+        keys = torch.einsum("bld,hmd->bhlm", u, self.W_B)  # (batch, H, L, m)
+        queries = torch.einsum("bld,hmd->bhlm", u, self.W_C)  # (batch, H, L, m)
+        return (queries @ keys.transpose(-1, -2)) * causal
+
+    def query_gate(self, u: torch.Tensor) -> torch.Tensor:
+        """The gate of every token read from the last one, ``G[L-1, s, c]`` of App. 11.1, ``(batch, H, L, D)``.
+
+        ``sigma(w_c^T u_s) prod_{r=s+1}^{L-1} (1 - sigma(w_c^T u_r))`` in log space (a suffix sum, no
+        difference of large numbers); the row :func:`paper_scan_terms` would give, without its
+        ``(L, L, D)`` tensor.
+        """
+        logits = torch.einsum("bld,hdc->bhlc", u, self.W)  # (batch, H, L, D)
+        keep = F_.logsigmoid(-logits)  # log(1 - sigma)
+        after = torch.flip(torch.cumsum(torch.flip(keep, [2]), 2), [2])  # (batch, H, L, D): sum_{r >= s}
+        after = torch.cat([after[:, :, 1:], torch.zeros_like(after[:, :, :1])], dim=2)  # sum_{r > s}
+        return torch.exp(F_.logsigmoid(logits) + after)
 
 
 class AttentionMixer(_HeadsMixer):
@@ -335,7 +358,8 @@ class DeepICLModel(nn.Module):
     def __init__(self, kind: str, d: int, mixers: list[nn.Module], d_model: int, generator, norm: str = "rms") -> None:
         super().__init__()
         self.kind, self.d, self.d_model = kind, d, d_model
-        self.norms = nn.ModuleList([RMSNorm(d_model) if norm == "rms" else nn.Identity() for _ in mixers])
+        self.norms = nn.ModuleList([RMSNorm(d_model) if norm == "rms" or (norm == "after_first" and i > 0)
+                                    else nn.Identity() for i in range(len(mixers))])
         self.mixers = nn.ModuleList(mixers)
         if d_model >= d + 1:  # embed the prompt by zero padding: channel c of x_0 is row c of P
             E = torch.eye(d_model, d + 1)
@@ -410,7 +434,9 @@ def build_deep(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_mode
         **kw: ``d_state`` (``m``, default 16), ``delta`` (init scale of ``W_B``, ``W_C``, default
             0.2), ``scan`` (``"mamba"``: ``"factored"``/``"quadratic"``/``"sequential"``; ``"mamba1"``:
             ``"fast"``/``"sequential"``/``"kernel"``), ``expand`` and ``d_conv`` (``"mamba1"``),
-            ``norm`` (``"rms"``: pre-norm RMSNorm, the default; ``"none"``: no normalisation).
+            ``norm`` (``"rms"``: pre-norm RMSNorm in every layer, the default; ``"none"``: no
+            normalisation; ``"after_first"``: RMSNorm in every layer but the first, which reads the
+            raw tokens as the one-layer model of Eq. (3) does).
 
     Returns:
         A :class:`DeepICLModel` with ``forward(P) -> (batch,)`` and ``probe(P)``.
@@ -425,7 +451,7 @@ def build_deep(kind: str, d: int, *, n_layers: int = 3, n_heads: int = 1, d_mode
     check_int("d_state", opts["d_state"], 1)
     if kind != "mamba1":
         check_real("delta", opts["delta"], 0.0, 1.0, low_open=True)
-    check_choice("norm", opts["norm"], ("rms", "none"))
+    check_choice("norm", opts["norm"], NORMS)
     if kind == "mamba1":
         check_int("n_heads", n_heads, 1, 1)  # a Mamba-1 block has no heads
         check_int("expand", opts["expand"], 1)

@@ -6,7 +6,7 @@ Glossary (code name -> paper symbol):
 ``alpha``          fraction of test examples with an outlier, Eq. (5)
 ``kappa_a_prime``  test outlier magnitude ``kappa_a'``, Eq. (5)
 ``placement``      where the outliers sit: ``"random"`` (R), ``"far"`` (FQ), ``"close"`` (CQ)
-``index``          which of the ``n`` drawn test prompts is shown
+``index``          which of the ``n`` drawn test prompts is shown (0-based; shown from 1)
 =================  ==============================================================
 
 :func:`draw` makes the figure; :func:`make_explorer` wraps it in ``ipywidgets`` sliders that
@@ -72,7 +72,8 @@ def draw(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alpha: 
         ax_g.set_yscale("log")
         gate_legend(ax_g, loc="upper left")
     ax_g.set_ylabel("gate $G_{i,l+1}$")
-    ax_g.set_title(f"layer {layer + 1}: alpha={alpha:.2f}, kappa_a'={kappa_a_prime:.2f}, {placement}, prompt {i}")
+    ax_g.set_title(f"layer {layer + 1}: alpha={alpha:.2f}, kappa_a'={kappa_a_prime:.2f}, {placement}, "
+                   f"prompt {i + 1} of {n}")  # counted from 1, as in the book's prose
     same = pr.relevant[i, :-1] == pr.relevant[i, -1]
     ax_a.bar(dist, att[0, :-1].detach().cpu().numpy(), color=[PALETTE["same"] if s else PALETTE["other"] for s in same],
              edgecolor=[PALETTE["outlier"] if o else "none" for o in out], linewidth=1.5)
@@ -108,15 +109,16 @@ def make_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *
         "kappa_a_prime": W.FloatSlider(value=d["kappa_a_prime"], min=0.5, max=12.0, step=0.25,
                                        description="kappa_a'"),
         "placement": W.Dropdown(options=["random", "far", "close"], value=d["placement"], description="placement"),
-        "index": W.IntSlider(value=d["index"], min=0, max=n - 1, description="prompt"),
+        "index": W.IntSlider(value=d["index"] + 1, min=1, max=n, description="prompt"),  # shown from 1
     }
     out = W.Output()
 
     def redraw(_=None):
         with out:
             out.clear_output(wait=True)
-            fig = draw(model, pat, test, tasks, layer=layer, n=n, seed=seed,
-                       **{k: c.value for k, c in controls.items()})
+            values = {k: c.value for k, c in controls.items()}
+            values["index"] -= 1  # the slider counts prompts from 1
+            fig = draw(model, pat, test, tasks, layer=layer, n=n, seed=seed, **values)
             display(fig)
             plt.close(fig)
 
