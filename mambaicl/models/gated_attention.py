@@ -274,7 +274,55 @@ def _gate_init(d: int, generator: torch.Generator | None, dtype: torch.dtype) ->
     return w.to(dtype=dtype, device="cpu")
 
 
-class _OneLayer(nn.Module):
+class _Eq3:
+    """``attention``, ``logits``, ``gate`` and ``forward`` of Eq. (3), for one model or a seed stack.
+
+    Works on a prompt tensor ``(..., l+1, d+1)`` or a :class:`mambaicl.data.Prompts` batch; a stack
+    (``stacked = True``) has parameters with a leading seed axis and prompts ``(S, batch, ...)``.
+    Needs ``d``, ``gated``, ``bilinear(dtype)`` and (gated) ``w``.
+    """
+
+    stacked = False
+
+    def _ref(self, P) -> torch.Tensor:
+        """A tensor with the prompts' dtype, device and ``(..., l+1)`` shape; checks a prompt tensor."""
+        if isinstance(P, torch.Tensor):
+            check_prompt(P, self.d)
+            return P[..., -1]
+        return P.kappa
+
+    def _coded(self, fn, P, param: torch.Tensor) -> torch.Tensor:
+        """``fn(prompts, param)`` of the variables path, adding and removing a seed axis for one model."""
+        return fn(P, param) if self.stacked else fn(P[None], param[None])[0]
+
+    def attention(self, P) -> torch.Tensor:
+        """``p_i^T M p_query`` for every token, ``(..., l+1)``."""
+        ref = self._ref(P)
+        M = self.bilinear(ref.dtype).to(ref.device)
+        return bilinear_scores(P, M) if isinstance(P, torch.Tensor) else self._coded(query_attention, P, M)
+
+    def logits(self, P) -> torch.Tensor:
+        """``w^T p_i`` for every token, ``(..., l+1)`` (gated kinds only)."""
+        ref = self._ref(P)
+        w = self.w.to(dtype=ref.dtype, device=ref.device)
+        if isinstance(P, torch.Tensor):
+            return P @ w if w.dim() == 1 else (P @ w[:, None, :, None]).squeeze(-1)
+        return self._coded(prompt_logits, P, w)
+
+    def gate(self, P) -> torch.Tensor:
+        """``G_{i,l+1}(w)`` for every token, ``(..., l+1)``; sums to at most 1 (ones if ungated)."""
+        if not self.gated:
+            return torch.ones_like(self._ref(P))
+        return gate_from_logits(self.logits(P))
+
+    def forward(self, P) -> torch.Tensor:
+        """``F(Psi; P)`` of Eq. (3), the query being the last token: ``(batch,)``, or ``(S, batch)`` for a stack."""
+        y = P[..., -1] if isinstance(P, torch.Tensor) else P.y
+        att = self.attention(P)
+        return gated_sum(self.logits(P), att, y) if self.gated else (y * att).sum(-1)
+
+
+class _OneLayer(_Eq3, nn.Module):
     """A one-layer model of Eq. (3): ``kind`` in :data:`ONE_LAYER_KINDS`; subclasses hold the parameters.
 
     Parameters are stored in the default dtype; every method computes in the input's dtype and
@@ -292,40 +340,6 @@ class _OneLayer(nn.Module):
 
     def bilinear(self, dtype: torch.dtype | None = None) -> torch.Tensor:  # pragma: no cover - overridden
         raise NotImplementedError
-
-    def _as(self, t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-        return t.to(dtype=ref.dtype, device=ref.device)
-
-    def attention(self, P) -> torch.Tensor:
-        """``p_i^T M p_query`` for every token, ``(batch, l+1)``."""
-        if isinstance(P, torch.Tensor):
-            check_prompt(P, self.d)
-            return bilinear_scores(P, self._as(self.bilinear(P.dtype), P))
-        return query_attention(P[None], self._as(self.bilinear(P.kappa.dtype), P.kappa)[None])[0]
-
-    def logits(self, P) -> torch.Tensor:
-        """``w^T p_i`` for every token, ``(batch, l+1)`` (gated kinds only)."""
-        if isinstance(P, torch.Tensor):
-            check_prompt(P, self.d)
-            return P @ self._as(self.w, P)
-        return prompt_logits(P[None], self._as(self.w, P.kappa)[None])[0]
-
-    def gate(self, P) -> torch.Tensor:
-        """``G_{i,l+1}(w)`` for every token, ``(batch, l+1)``; sums to at most 1 (ones if ungated)."""
-        if not self.gated:
-            ref = P if isinstance(P, torch.Tensor) else P.kappa
-            if isinstance(P, torch.Tensor):
-                check_prompt(P, self.d)
-            return torch.ones(ref.shape[:2], dtype=ref.dtype, device=ref.device)
-        return gate_from_logits(self.logits(P))
-
-    def forward(self, P) -> torch.Tensor:
-        """``F(Psi; P)`` of Eq. (3), the query being the last token, ``(batch,)``."""
-        y = P[..., -1] if isinstance(P, torch.Tensor) else P.y
-        att = self.attention(P)
-        if not self.gated:
-            return (y * att).sum(-1)
-        return gated_sum(self.logits(P), att, y)
 
 
 class OneLayerMamba(_OneLayer):
@@ -398,7 +412,7 @@ class OneLayerMambaMerged(_OneLayer):
 _CLASSES = {"mamba": OneLayerMamba, "mamba_merged": OneLayerMambaMerged, "linear": OneLayerLinearTransformer}
 
 
-class OneLayerStack(nn.Module):
+class OneLayerStack(_Eq3, nn.Module):
     """``S`` independent one-layer models of one kind, their parameters stacked along a seed axis.
 
     Training the stack on the sum over seeds of each seed's mean loss gives every seed exactly
@@ -414,6 +428,8 @@ class OneLayerStack(nn.Module):
     :class:`mambaicl.data.Prompts`) and returns ``F`` ``(S, batch)``; :meth:`member` returns seed
     ``s`` as a single model.
     """
+
+    stacked = True
 
     def __init__(self, kind: str, d: int, m: int, delta: float, generators, dtype: torch.dtype | None = None) -> None:
         super().__init__()
@@ -456,30 +472,3 @@ class OneLayerStack(nn.Module):
         if self.kind == "mamba_merged":
             return self.W.to(dtype or self.W.dtype)
         return self.W_B.to(dtype or self.W_B.dtype).transpose(1, 2) @ self.W_C.to(dtype or self.W_C.dtype)
-
-    def attention(self, P) -> torch.Tensor:
-        """``(S, batch, l+1)`` attention scores."""
-        if isinstance(P, torch.Tensor):
-            check_prompt(P, self.d)
-            return bilinear_scores(P, self.bilinear(P.dtype))
-        return query_attention(P, self.bilinear(P.kappa.dtype))
-
-    def logits(self, P) -> torch.Tensor:
-        """``(S, batch, l+1)`` gate logits ``w^T p_i``."""
-        if isinstance(P, torch.Tensor):
-            check_prompt(P, self.d)
-            return (P @ self.w.to(P.dtype)[:, None, :, None]).squeeze(-1)
-        return prompt_logits(P, self.w.to(P.kappa.dtype))
-
-    def gate(self, P) -> torch.Tensor:
-        """``(S, batch, l+1)`` gates (ones if ungated)."""
-        if not self.gated:
-            ref = P if isinstance(P, torch.Tensor) else P.kappa
-            return torch.ones(ref.shape[:3], dtype=ref.dtype, device=ref.device)
-        return gate_from_logits(self.logits(P))
-
-    def forward(self, P) -> torch.Tensor:
-        """``F`` of every seed on its own prompts, ``(S, batch)``."""
-        y = P[..., -1] if isinstance(P, torch.Tensor) else P.y
-        att = self.attention(P)
-        return gated_sum(self.logits(P), att, y) if self.gated else (y * att).sum(-1)
