@@ -197,7 +197,7 @@ def test_one_layer_stack_equals_separate_seeds():
         alone = train_one_seed(preset, s)
         for name, p in alone.model.named_parameters():
             q = dict(stacked[i].model.named_parameters())[name]
-            assert float((p - q).abs().max()) <= 1e-9 * max(1.0, float(p.detach().abs().max())), name
+            assert float((p - q).detach().abs().max()) <= 1e-9 * max(1.0, float(p.detach().abs().max())), name
         assert stacked[i].recorder.steps == alone.recorder.steps
         for a, b in zip(stacked[i].recorder.same, alone.recorder.same):
             assert abs(a[0] - b[0]) < 1e-8
@@ -255,3 +255,56 @@ def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group()
     same = [sum(float(att[b, i]) for i in range(att.shape[1] - 1) if pr.relevant[b, i] == pr.relevant[b, -1])
             for b in range(40)]
     assert abs(sum(same) / 40 - rep["training"]["same"][0]) < 1e-10
+
+
+def test_mechanism_groups_select_the_tasks_and_are_validated():
+    from mambaicl.data import task_groups
+    from mambaicl.experiments.mechanism import FIG3, mechanism_tasks
+
+    tasks = mechanism_tasks(FIG3)
+    assert set(task_groups(tasks, 6)) == {"training", "reversed"} and len(tasks) == 12
+    assert len(mechanism_tasks(dataclasses.replace(FIG3, mechanism_groups=()))) == 30
+    with pytest.raises(ValueError, match="mechanism_groups"):
+        MechanismPreset(name="x", mechanism_groups=("distance 9",))
+
+
+def test_run_measures_the_mechanism_on_the_chosen_groups_and_finds_peaks():
+    from mambaicl.experiments.mechanism import ONE_LAYER, run
+
+    preset = _tiny(ONE_LAYER, steps=40, mechanism_groups=("training",), n_placement=0, n_group=0)
+    res = run(preset, seeds=(0, 1), progress=False)
+    tr = all_tasks(6)[torch.tensor([(b - a) % 6 == 1 for a, b in all_tasks(6).tolist()])]
+    assert {tuple(t) for t in tr[res.prompts.task].tolist()} <= {tuple(t) for t in tr.tolist()}
+    step, comp = res.peak(0, "same")
+    steps, mean, _ = res.sum_curve(0, "same")
+    assert step == steps[mean.index(max(mean))] and comp.n_seeds == 2
+    assert res.errors_by_group == {} and res.placement == {}
+
+
+def test_viz_mechanism_draws_every_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mambaicl.experiments.mechanism import ONE_LAYER, run
+    from mambaicl.viz import mechanism as vm
+
+    res = run(_tiny(ONE_LAYER, steps=20, n_group=16, n_placement=16), seeds=(0, 1), progress=False)
+    fig, axs = plt.subplots(2, 3)
+    vm.plot_sums(axs[0, 0], res, 0, "sums")
+    k = vm.typical_prompt(res.prompts.outlier, 0.3)
+    vm.plot_gate_example(axs[0, 1], res, 0, k)
+    vm.plot_rank(axs[0, 2], res, 0, "rank")
+    vm.plot_group_errors(axs[1, 0], {"a": res, "b": res}, {"b": ("mamba", "//")})
+    vm.plot_placements(axs[1, 1], {"a": res})
+    assert axs[0, 1].get_legend() is not None and axs[1, 0].get_legend() is not None  # every colour has a legend
+    assert all(float(t).is_integer() for t in axs[0, 2].get_xticks())  # integer j axis
+    fig.savefig(tmp_path / "f.png")
+    plt.close(fig)
+    count = res.prompts.outlier.sum(1).double()
+    assert abs(count[k] - 0.3 * 20) == (count - 0.3 * 20).abs().min()
+    assert vm.mean_se_text([0.1, 0.3]) == "0.200 ± 0.100 (2 seeds)"
+    assert vm.mean_se_text([0.5], 2, seeds=False) == "0.50 ± 0.00"
+    table = vm.layer_table(res)
+    assert table.splitlines()[1].split()[0] == "1"  # layers counted from 1
