@@ -251,7 +251,7 @@ def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group()
         pr = draw_test_prompts(pat, test, tasks[torch.tensor([n == name for n in names])], 40, g)
         if name == "training":
             break
-    att = model.attention(pr.P)
+    att = model.attention(pr.P).detach()
     same = [sum(float(att[b, i]) for i in range(att.shape[1] - 1) if pr.relevant[b, i] == pr.relevant[b, -1])
             for b in range(40)]
     assert abs(sum(same) / 40 - rep["training"]["same"][0]) < 1e-10
