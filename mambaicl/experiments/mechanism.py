@@ -9,11 +9,15 @@ Glossary (code name -> paper symbol):
                       that the early dynamics show)
 ``same``, ``other``   Corollary 1's sums over ``N_1`` and over the other examples, per layer
 ``gate_outlier``      median gate of outlier / clean examples, per layer (Corollary 2(i))
-``rank``              median ``G_{h(j)}``, ``j = 1..J`` (Corollary 2(ii))
+``rank``              median ``G_{h(j)}``, ``j = 1..J`` (Corollary 2(ii)); ``decay_*`` its fit vs ``2^{-(j-1)}``
+``errors_by_group``   test error per task group (training, reversed, distance 2, distance 3)
+``group_sums``        Corollary 1's sums per task group and layer (where the error comes from)
+``placement``         error and gate mass with the outliers far from / random / close to the query
+``mechanism_groups``  task groups whose prompts Corollaries 1-2 are measured on (default: all tasks)
 ====================  ===================================================================
 
 Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")`` and is measured
-on ``(s, "test/mechanism")``; the patterns are Figure 2's (shared by all seeds, see
+on ``(s, "test/mechanism")`` (and ``"test/sums"``, ``"test/groups"``, ``"test/placement"``); the patterns are Figure 2's (shared by all seeds, see
 :mod:`mambaicl.experiments.fig2`).
 """
 from __future__ import annotations
