@@ -49,7 +49,15 @@ __all__ = [
     "check_bool",
     "check_seeds",
     "check_reals",
+    "check_ints",
+    "check_choices",
+    "check_instance",
+    "check_trains",
     "Config",
+    "integers",
+    "choices",
+    "instance",
+    "trains",
     "integer",
     "real",
     "choice",
@@ -131,17 +139,73 @@ def check_bool(name: str, value) -> bool:
     return value
 
 
-def check_reals(name: str, values, low: float = -math.inf, high: float = math.inf,
-                low_open: bool = False, high_open: bool = False, min_len: int = 1) -> tuple:
-    """A non-empty tuple of reals, each in the interval (see :func:`check_real`)."""
+def _sequence(name: str, values, what: str, min_len: int) -> tuple:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"{name} must be a sequence of real numbers; got {values!r}")
+        raise ValueError(f"{name} must be a sequence of {what}; got {values!r}")
     values = tuple(values)
     if len(values) < min_len:
         raise ValueError(f"{name} must hold at least {min_len} value(s); got {values!r}")
+    return values
+
+
+def _order(name: str, values: tuple, distinct: bool, increasing: bool) -> None:
+    if distinct and len(set(values)) != len(values):
+        raise ValueError(f"{name} must be distinct; got {values!r}")
+    if increasing and list(values) != sorted(set(values)):
+        raise ValueError(f"{name} must be increasing; got {values!r}")
+
+
+def check_reals(name: str, values, low: float = -math.inf, high: float = math.inf,
+                low_open: bool = False, high_open: bool = False, min_len: int = 1, distinct: bool = False,
+                increasing: bool = False) -> tuple:
+    """A tuple of reals, each in the interval (see :func:`check_real`), optionally distinct / increasing."""
+    values = _sequence(name, values, "real numbers", min_len)
     for i, v in enumerate(values):
         check_real(f"{name}[{i}]", v, low, high, low_open, high_open)
+    _order(name, values, distinct, increasing)
     return tuple(float(v) for v in values)
+
+
+def check_ints(name: str, values, low: int | None = None, high: int | None = None, min_len: int = 1,
+               distinct: bool = False, increasing: bool = False) -> tuple:
+    """A tuple of integers, each in ``[low, high]`` (see :func:`check_int`), optionally distinct / increasing."""
+    values = _sequence(name, values, "integers", min_len)
+    for i, v in enumerate(values):
+        check_int(f"{name}[{i}]", v, low, high)
+    _order(name, values, distinct, increasing)
+    return tuple(int(v) for v in values)
+
+
+def check_choices(name: str, values, options, min_len: int = 1, distinct: bool = True) -> tuple:
+    """A tuple of values, each one of ``options`` (see :func:`check_choice`), distinct by default."""
+    values = _sequence(name, values, f"values among {tuple(options)}", min_len)
+    for i, v in enumerate(values):
+        check_choice(f"{name}[{i}]", v, options)
+    _order(name, values, distinct, False)
+    return values
+
+
+def check_instance(name: str, value, cls, optional: bool = False):
+    """``value`` if it is an instance of ``cls`` (or ``None`` when ``optional``); else a ``ValueError``."""
+    if (value is None and optional) or isinstance(value, cls):
+        return value
+    raise ValueError(f"{name} must be {'None or ' if optional else ''}a {cls.__name__}; got {value!r}")
+
+
+def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: str | None = None) -> dict:
+    """A mapping of model kinds to :class:`TrainConfig` (every kind of ``kinds`` when given), each with
+    ``m >= min_m`` and the loss ``loss`` when given."""
+    if not isinstance(train, dict) or not train or (kinds is not None and set(train) != set(kinds)):
+        want = f"each of {tuple(kinds)}" if kinds is not None else "model kinds"
+        raise ValueError(f"{name} must map {want} to a TrainConfig; got {train!r}")
+    for k, tr in train.items():
+        check_instance(f"{name}[{k!r}]", tr, TrainConfig)
+        if min_m is not None and tr.m < min_m:
+            raise ValueError(f"{name}[{k!r}].m must be >= {min_m} so that the first d diagonal entries of W_B and "
+                             f"W_C can be delta (Section 2); got m = {tr.m}")
+        if loss is not None and tr.loss != loss:
+            raise ValueError(f"{name}[{k!r}].loss must be {loss!r}; got {tr.loss!r}")
+    return train
 
 
 def check_seeds(name: str, seeds) -> tuple:
@@ -167,9 +231,10 @@ def _field(default, check, **kw):
     return dataclasses.field(default=default, metadata={"check": check}, **kw)
 
 
-def integer(default, low: int | None = None, high: int | None = None):
-    """A dataclass field holding an integer in ``[low, high]``, validated by :class:`Config`."""
-    return _field(default, lambda name, v: check_int(name, v, low, high))
+def integer(default, low: int | None = None, high: int | None = None, optional: bool = False):
+    """A dataclass field holding an integer in ``[low, high]`` (or ``None`` when ``optional``), validated by
+    :class:`Config`."""
+    return _field(default, lambda name, v: v if (optional and v is None) else check_int(name, v, low, high))
 
 
 def real(default, low: float = -math.inf, high: float = math.inf, low_open: bool = False, high_open: bool = False):
@@ -189,9 +254,36 @@ def flag(default: bool):
 
 
 def reals(default, low: float = -math.inf, high: float = math.inf, low_open: bool = False,
-          high_open: bool = False, min_len: int = 1):
+          high_open: bool = False, min_len: int = 1, distinct: bool = False, increasing: bool = False):
     """A dataclass field holding a tuple of reals in the interval, validated by :class:`Config`."""
-    return _field(tuple(default), lambda name, v: check_reals(name, v, low, high, low_open, high_open, min_len))
+    return _field(tuple(default), lambda name, v: check_reals(name, v, low, high, low_open, high_open, min_len,
+                                                              distinct, increasing))
+
+
+def integers(default, low: int | None = None, high: int | None = None, min_len: int = 1, distinct: bool = False,
+             increasing: bool = False):
+    """A dataclass field holding a tuple of integers in ``[low, high]``, validated by :class:`Config`."""
+    return _field(tuple(default), lambda name, v: check_ints(name, v, low, high, min_len, distinct, increasing))
+
+
+def choices(default, options, min_len: int = 1, distinct: bool = True):
+    """A dataclass field holding a tuple of values among ``options``, validated by :class:`Config`."""
+    options = tuple(options)
+    return _field(tuple(default), lambda name, v: check_choices(name, v, options, min_len, distinct))
+
+
+def instance(cls, default=None, factory=None, optional: bool = False):
+    """A dataclass field holding an instance of ``cls`` (e.g. a nested config), validated by :class:`Config`."""
+    check = lambda name, v: check_instance(name, v, cls, optional)  # noqa: E731
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata={"check": check})
+    return dataclasses.field(default=default, metadata={"check": check})
+
+
+def trains(factory, kinds=None, min_m: int | None = None, loss: str | None = None):
+    """A dataclass field mapping model kinds to :class:`TrainConfig`, validated by :class:`Config`."""
+    return dataclasses.field(default_factory=factory,
+                             metadata={"check": lambda name, v: check_trains(name, v, kinds, min_m, loss)})
 
 
 class Config:

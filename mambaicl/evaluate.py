@@ -13,7 +13,7 @@ import dataclasses
 import torch
 
 from .config import TestConfig
-from .data import Patterns, all_tasks, task_groups, test_prompts
+from .data import Patterns, tasks_by_group, test_prompts
 
 __all__ = ["zero_one_error", "predict", "model_error", "test_error", "alpha_sweep", "errors_by_task_group"]
 
@@ -82,14 +82,8 @@ def alpha_sweep(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, alp
 
 def errors_by_task_group(model, pat: Patterns, test: TestConfig, n: int, generator) -> dict:
     """Test error on each group of tasks of :func:`mambaicl.data.task_groups`, ``n`` prompts per group."""
-    M1 = pat.mu.shape[0]
-    tasks = all_tasks(M1)
-    names = task_groups(tasks, M1)
-    out = {}
-    for name in sorted(set(names)):
-        keep = torch.tensor([nm == name for nm in names])
-        out[name] = test_error(model, pat, test, tasks[keep], n, generator)
-    return out
+    return {name: test_error(model, pat, test, tasks, n, generator)
+            for name, tasks in tasks_by_group(pat.mu.shape[0]).items()}
 
 
 test_error.__test__ = False  # not a pytest test, though its name starts with "test"

@@ -90,7 +90,8 @@ def test_train_settings_rejects_mixed_groups():
     ({"lr_grid": {"mamba": (0.1, 0.2), "linear": (0.005, 0.01)}}, "must contain the base step size"),
     ({"M1_grid": (6, 20)}, "d must exceed"),
     ({"fraction": 1.0}, "fraction must be"),
-    ({"l_tr_grid": (10, 40)}, "l_tr_grid must be a tuple"),
+    ({"l_tr_grid": (10, 40)}, "l_tr_grid must contain the base value"),
+    ({"beta_grid": (3.0, "x")}, "beta_grid\\[1\\] must be a real"),
     ({"check_delta": 0.5}, "check_delta must be"),
 ])
 def test_preset_validation(change, message):

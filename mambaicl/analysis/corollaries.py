@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from ..config import TestConfig
-from ..data import Patterns, Prompts, all_tasks, task_groups, test_prompts
+from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
 
@@ -207,13 +207,9 @@ def group_report(model, pat: Patterns, test: TestConfig, n: int, generator) -> d
         ``group -> {"error": float, "same": [per layer], "other": [per layer]}``: the 0-1 error and
         the means over the group's prompts of the two sums of Eq. (6), layer by layer.
     """
-    M1 = pat.mu.shape[0]
-    tasks = all_tasks(M1)
-    names = task_groups(tasks, M1)
     out = {}
-    for name in sorted(set(names)):
-        keep = torch.tensor([nm == name for nm in names])
-        pr = test_prompts(pat, test, tasks[keep], n, generator)
+    for name, tasks in tasks_by_group(pat.mu.shape[0]).items():
+        pr = test_prompts(pat, test, tasks, n, generator)
         sums = [attention_sums(att, pr.relevant) for att, _ in query_terms(model, pr.P)]
         out[name] = {"error": zero_one_error(predict(model, pr.P), pr.z),
                      "same": [float(a.mean()) for a, _ in sums], "other": [float(b.mean()) for _, b in sums]}

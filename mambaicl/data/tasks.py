@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["all_tasks", "training_tasks", "unseen_tasks", "check_condition_1", "cyclic_distance", "task_groups"]
+__all__ = ["all_tasks", "training_tasks", "unseen_tasks", "check_condition_1", "cyclic_distance", "task_groups",
+           "tasks_by_group"]
 
 
 def all_tasks(M1: int) -> torch.Tensor:
@@ -64,3 +65,10 @@ def task_groups(tasks: torch.Tensor, M1: int) -> list:
         else:
             names.append(f"distance {min(abs(a - b), M1 - abs(a - b))}")
     return names
+
+
+def tasks_by_group(M1: int) -> dict:
+    """``{group name: tasks of that group (n, 2)}`` for every group of :func:`task_groups`, sorted by name."""
+    tasks = all_tasks(M1)
+    names = task_groups(tasks, M1)
+    return {name: tasks[torch.tensor([nm == name for nm in names])] for name in sorted(set(names))}

@@ -26,7 +26,9 @@ def get(name: str) -> ModuleType:
     if name not in names():
         raise ValueError(f"unknown experiment {name!r}; known experiments: {', '.join(names())}")
     module = importlib.import_module(f"{__name__}.{name}")
-    for attr in ("NAME", "DESCRIPTION", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "run"):
+    for attr in ("PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "run"):
         if not hasattr(module, attr):
             raise RuntimeError(f"experiment module {name!r} lacks {attr} (see mambaicl.experiments.base)")
+    module.NAME = name  # the module's name is the experiment's name
+    module.DESCRIPTION = (module.__doc__ or name).strip().splitlines()[0]  # and its docstring's first line
     return module

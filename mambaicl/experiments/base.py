@@ -1,10 +1,10 @@
 """The protocol every experiment module follows, and the result base class.
 
-An experiment is one module of :mod:`mambaicl.experiments` that defines
+An experiment is one module of :mod:`mambaicl.experiments`; its module name is the name used by
+``python -m mambaicl reproduce NAME`` and the first line of its docstring says what it reproduces
+(``--list`` prints it). It defines
 
 ==================  ====================================================================
-``NAME``            the name used by ``python -m mambaicl reproduce NAME``
-``DESCRIPTION``     one line: what it reproduces (paper section / figure / table)
 ``PRESETS``         ``{name: preset}``: validated, frozen dataclasses holding every setting
 ``DEFAULT_PRESET``  the preset the CLI uses when ``--preset`` is not given
 ``DEFAULT_SEEDS``   the seeds the CLI uses when ``--seed(s)`` is not given

@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.theory import alpha_threshold_lt, alpha_threshold_mamba
-from ..config import (ONE_LAYER_KINDS, RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
-                      check_reals, to_dict)
+from ..config import (ONE_LAYER_KINDS, RULES, Config, DataConfig, TestConfig, check_choice, check_int,
+                      check_trains, choice, choices, instance, integer, integers, real, reals,
+                      to_dict, trains)
 from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
 from ..data.multiclass import concat_prompts
 from ..evaluate import predict, zero_one_error
@@ -52,56 +53,33 @@ from ..train import fit, fit_kwargs
 from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+__all__ = ["BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "BoundaryResult", "crossing_alpha", "alpha_limit_mamba_d", "alpha_limit_lt_d", "grid_sampler", "train_grid",
            "run"]
 
-NAME = "boundary"
-DESCRIPTION = ("Theorems 2(c)/4(c): test error over alpha and p_a l_tr / l_ts (p_a and l_ts varied separately), "
-               "measured robustness boundary against the predicted ones")
 DEFAULT_SEEDS = (0, 1, 2)
 
 
 @dataclass(frozen=True)
-class BoundaryPreset:
+class BoundaryPreset(Config):
     """A phase diagram: models, the ``p_a`` x ``l_ts`` grid, the alpha grid, the boundary level."""
 
     name: str
-    p_as: tuple = (0.2, 0.35, 0.5, 0.65, 0.8)
-    l_tss: tuple = (10, 20, 30, 40, 60)
-    alphas: tuple = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
-    models: tuple = ("mamba", "mamba_merged", "linear")
-    level: float = 0.25
-    rule: str = "A"
-    n_test: int = 600
-    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
-    test: TestConfig = field(default_factory=lambda: fig2.FIG2.test)
-    train: dict = field(default_factory=lambda: dict(fig2.FIG2.train))
-    pattern_seed: int = 0
+    p_as: tuple = reals((0.2, 0.35, 0.5, 0.65, 0.8), 0.0, 1.0, high_open=True, distinct=True)
+    l_tss: tuple = integers((10, 20, 30, 40, 60), 1, distinct=True)
+    alphas: tuple = reals((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), 0.0, 1.0, high_open=True,
+                          min_len=2, increasing=True)
+    models: tuple = choices(("mamba", "mamba_merged", "linear"), ONE_LAYER_KINDS)
+    level: float = real(0.25, 0.0, 1.0, low_open=True, high_open=True)
+    rule: str = choice("A", RULES)
+    n_test: int = integer(600, 1, 4000)
+    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
+    test: TestConfig = instance(TestConfig, factory=lambda: fig2.FIG2.test)
+    train: dict = trains(lambda: dict(fig2.FIG2.train))
+    pattern_seed: int = integer(0, 0)
 
-    def __post_init__(self) -> None:
-        check_reals("p_as", self.p_as, 0.0, 1.0, high_open=True)
-        if len(set(self.p_as)) != len(self.p_as):
-            raise ValueError(f"p_as must be distinct; got {self.p_as!r}")
-        if isinstance(self.l_tss, (str, bytes)) or not isinstance(self.l_tss, tuple) or not self.l_tss:
-            raise ValueError(f"l_tss must be a non-empty tuple of test prompt lengths; got {self.l_tss!r}")
-        for i, l in enumerate(self.l_tss):
-            check_int(f"l_tss[{i}]", l, 1)
-        if len(set(self.l_tss)) != len(self.l_tss):
-            raise ValueError(f"l_tss must be distinct; got {self.l_tss!r}")
-        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True, min_len=2)
-        if list(self.alphas) != sorted(set(self.alphas)):
-            raise ValueError(f"alphas must be increasing; got {self.alphas!r}")
-        if not self.models:
-            raise ValueError("models must name at least one one-layer kind")
-        for i, k in enumerate(self.models):
-            check_choice(f"models[{i}]", k, ONE_LAYER_KINDS)
-            if not isinstance(self.train.get(k), TrainConfig):
-                raise ValueError(f"train must hold a TrainConfig for model {k!r}; got {self.train.get(k)!r}")
-        check_real("level", self.level, 0.0, 1.0, low_open=True, high_open=True)
-        check_choice("rule", self.rule, RULES)
-        check_int("n_test", self.n_test, 1, 4000)
-        check_int("pattern_seed", self.pattern_seed, 0)
+    def _check(self) -> None:
+        check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
 
     def ratio(self, p_a: float, l_ts: int) -> float:
         """``r = p_a l_tr / l_ts``."""

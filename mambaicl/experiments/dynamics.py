@@ -49,23 +49,22 @@ import torch
 from torch import nn
 
 from ..analysis.fits import loglog_slope, relaxation_time, window_slope
-from ..analysis.lemmas import lemma4_horizon, lemma4_rates, stack_probes
+from ..analysis.lemmas import lemma4_horizon, stack_probes
 from ..analysis.stats import mean_se
-from ..config import DataConfig, check_choice, check_int, check_real, check_reals, to_dict
+from ..config import (Config, DataConfig, check_choice, check_int, check_real, check_reals, instance, integer, integers,
+                      real, reals, to_dict)
 from ..data import Patterns, Prompts, make_patterns, training_prompts, training_tasks
 from ..evaluate import zero_one_error
 from ..models import build_model
 from ..seeding import torch_generator
-from ..train import fit, loss_per_model, synthetic_sampler
+from ..train import fit, loss_per_model
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
+__all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
            "factor_value", "theorem_conditions", "initial_margin", "log_corrected", "LEMMA_PREDICTED", "SlotRun",
            "train_settings", "DynamicsResult", "run"]
 
-NAME = "dynamics"
-DESCRIPTION = "Chapter 3 (Alg. 1, Lemmas 3-6, Thms 1 and 3): dynamics and iteration counts as scaling laws"
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 KINDS = ("mamba", "linear")
 FACTORS = ("lr", "one_minus_p_a", "beta", "M1", "l_tr")
@@ -77,31 +76,31 @@ FACTOR_LABELS = {"lr": r"$\eta$", "one_minus_p_a": r"$1-p_a$", "beta": r"$\beta$
 
 
 @dataclass(frozen=True)
-class DynamicsPreset:
+class DynamicsPreset(Config):
     """A complete Chapter 3 experiment: base settings (Figure 2's), sweep grids, measurement settings."""
 
     name: str
-    data: DataConfig = field(default_factory=DataConfig)
+    data: DataConfig = instance(DataConfig, factory=DataConfig)
     lr: dict = field(default_factory=lambda: {"mamba": 0.3, "linear": 0.01})
-    batch_size: int = 64
-    delta: float = 0.2
-    steps: int = 400
+    batch_size: int = integer(64, 1)
+    delta: float = real(0.2, 0.0, 0.2, low_open=True)
+    steps: int = integer(400, 2)
     lr_grid: dict = field(default_factory=lambda: {"mamba": (0.0375, 0.075, 0.15, 0.3),
                                                    "linear": (0.0025, 0.005, 0.01, 0.02)})
-    p_a_grid: tuple = (0.2, 0.4, 0.6, 0.8)
-    beta_grid: tuple = (1.5, 2.0, 3.0, 4.5)
-    M1_grid: tuple = (3, 6, 9, 12)
-    l_tr_grid: tuple = (5, 10, 20, 40)
-    fraction: float = 0.5
-    n_eval: int = 256
-    dense_until: int = 40
-    grid_ratio: float = 1.06
-    epsilon: float = 0.25
-    early_min: int = 3
+    p_a_grid: tuple = reals((0.2, 0.4, 0.6, 0.8), 0.0, 1.0, high_open=True, min_len=2)
+    beta_grid: tuple = reals((1.5, 2.0, 3.0, 4.5), 1.0, min_len=2)
+    M1_grid: tuple = integers((3, 6, 9, 12), 1, min_len=2)
+    l_tr_grid: tuple = integers((5, 10, 20, 40), 1, min_len=2)
+    fraction: float = real(0.5, 0.0, 1.0, low_open=True, high_open=True)
+    n_eval: int = integer(256, 1)
+    dense_until: int = integer(40, 1)
+    grid_ratio: float = real(1.06, 1.0, low_open=True)
+    epsilon: float = real(0.25, 0.0, 1.0, low_open=True, high_open=True)
+    early_min: int = integer(3, 1)
     check_delta: float | None = 0.05
-    pattern_seed: int = 0
+    pattern_seed: int = integer(0, 0)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         for kind in KINDS:
             if kind not in self.lr or kind not in self.lr_grid:
                 raise ValueError(f"lr and lr_grid must give a value for each of {KINDS}; "
@@ -110,27 +109,15 @@ class DynamicsPreset:
             grid = check_reals(f"lr_grid[{kind!r}]", self.lr_grid[kind], 0.0, 1.0, low_open=True, min_len=2)
             if self.lr[kind] not in grid:
                 raise ValueError(f"lr_grid[{kind!r}] must contain the base step size {self.lr[kind]}; got {grid}")
-        check_int("batch_size", self.batch_size, 1)
-        check_real("delta", self.delta, 0.0, 0.2, low_open=True)
-        check_int("steps", self.steps, 2)
         for name, base in (("p_a_grid", self.data.p_a), ("beta_grid", self.data.beta), ("M1_grid", self.data.M1),
                            ("l_tr_grid", self.data.l_tr)):
-            grid = getattr(self, name)
-            if not isinstance(grid, tuple) or len(grid) < 2 or base not in grid:
-                raise ValueError(f"{name} must be a tuple of >= 2 values containing the base value {base}; "
-                                 f"got {grid!r}")
-        for i, v in enumerate(self.M1_grid + self.l_tr_grid):
-            check_int(f"M1_grid/l_tr_grid[{i}]", v, 1)
+            if base not in getattr(self, name):
+                raise ValueError(f"{name} must contain the base value {base}; got {getattr(self, name)!r}")
         self.settings()  # every point of every sweep must be a valid DataConfig (raises ValueError)
-        check_real("fraction", self.fraction, 0.0, 1.0, low_open=True, high_open=True)
-        check_int("n_eval", self.n_eval, 1)
         check_int("dense_until", self.dense_until, 1, self.steps)
-        check_real("grid_ratio", self.grid_ratio, 1.0, low_open=True)
-        check_real("epsilon", self.epsilon, 0.0, 1.0, low_open=True, high_open=True)
         check_int("early_min", self.early_min, 1, self.dense_until)
         if self.check_delta is not None:
             check_real("check_delta", self.check_delta, 0.0, 0.2, low_open=True)
-        check_int("pattern_seed", self.pattern_seed, 0)
 
     def settings(self) -> list:
         """Every distinct setting of every sweep of both models."""

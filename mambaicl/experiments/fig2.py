@@ -26,12 +26,12 @@ The seeds are trained as one batched computation (:class:`mambaicl.models.OneLay
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
-from ..config import (RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
-                      check_reals, to_dict)
+from ..config import (RULES, Config, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
+                      check_reals, check_trains, choices, instance, integer, reals, to_dict, trains)
 from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_groups, test_outliers,
                     test_prompts, training_prompts, training_tasks)
 from ..evaluate import errors_by_task_group, model_error, test_error
@@ -43,13 +43,11 @@ from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+__all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "train_models",
            "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_search", "EtaSearch", "eta_test_errors",
            "breakdown_sweep", "Breakdown", "crossing_length"]
 
-NAME = "fig2"
-DESCRIPTION = "Figure 2 (§4.1): one-layer Mamba (both parametrisations) vs linear Transformer, error against alpha"
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 #: key of each model kind in results.json and artifacts.pt (the file layout of the first release)
@@ -60,35 +58,24 @@ _ALPHAS = tuple(round(0.1 * i, 1) for i in range(10))
 
 
 @dataclass(frozen=True)
-class Fig2Preset:
+class Fig2Preset(Config):
     """A named, complete Figure 2 experiment: data, test shift, and one training config per model."""
 
     name: str
-    data: DataConfig = field(default_factory=DataConfig)
-    test: TestConfig = field(default_factory=TestConfig)
-    train: dict = field(default_factory=lambda: {k: TrainConfig() for k in ("mamba", "mamba_merged", "linear")})
-    alphas: tuple = _ALPHAS
-    rules: tuple = RULES
-    n_test: int = 4000
-    pattern_seed: int = 0
+    data: DataConfig = instance(DataConfig, factory=DataConfig)
+    test: TestConfig = instance(TestConfig, factory=TestConfig)
+    train: dict = trains(lambda: {k: TrainConfig() for k in ("mamba", "mamba_merged", "linear")})
+    alphas: tuple = reals(_ALPHAS, 0.0, 1.0, high_open=True)
+    rules: tuple = choices(RULES, RULES)
+    n_test: int = integer(4000, 1)
+    pattern_seed: int = integer(0, 0)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.train, dict) or not self.train:
-            raise ValueError(f"train must map model kinds to TrainConfig; got {self.train!r}")
-        for kind, tr in self.train.items():
+    def _check(self) -> None:
+        for kind in self.train:
             check_choice("train model kind", kind, ONE_LAYER_KINDS)
-            if not isinstance(tr, TrainConfig):
-                raise ValueError(f"train[{kind!r}] must be a TrainConfig; got {tr!r}")
-            if tr.m < self.data.d:
-                raise ValueError(f"train[{kind!r}].m must be >= data.d = {self.data.d} so that the first d "
-                                 f"diagonal entries of W_B and W_C can be delta (Section 2); got m = {tr.m}")
+        check_trains("train", self.train, min_m=self.data.d)
         if len(self.test.v_coeffs[0]) != self.data.V:
             raise ValueError(f"test.v_coeffs rows must have V = {self.data.V} entries; got {len(self.test.v_coeffs[0])}")
-        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
-        if not self.rules or any(r not in RULES for r in self.rules):
-            raise ValueError(f"rules must be a non-empty tuple drawn from {RULES}; got {self.rules!r}")
-        check_int("n_test", self.n_test, 1)
-        check_int("pattern_seed", self.pattern_seed, 0)
 
     @property
     def models(self) -> tuple:

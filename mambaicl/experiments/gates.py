@@ -25,12 +25,13 @@ prompts, the training distribution, over ``(0.01, 0.03, 0.1, 0.3, 1.0)``, 3 seed
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import DataConfig, TestConfig, TrainConfig, check_int, check_real, check_reals, to_dict
+from ..config import (Config, DataConfig, TestConfig, check_choices, check_reals, check_trains,
+                      instance, integer, real, reals, to_dict, trains)
 from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
 from ..evaluate import model_error, predict, zero_one_error
 from ..models.gla import GATE_FAMILIES, GateConfig, build_gla
@@ -39,12 +40,9 @@ from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
 from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
+__all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
            "DEFAULT_SEEDS", "GatesResult", "train_family", "gate_statistics", "run", "eta_search", "GateEtaSearch"]
 
-NAME = "gates"
-DESCRIPTION = ("App. 12: one-layer gated linear attention with each gate family (Mamba, Mamba-2, gated "
-               "retention, RetNet, GLA, none) on Figure 2's task, error against alpha and learned gates")
 DEFAULT_SEEDS = (0, 1, 2)
 
 #: step sizes of the families that Figure 2 does not train, from :func:`eta_search` (3 seeds, 1000 steps)
@@ -53,42 +51,29 @@ SEARCHED_LR = {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retn
 
 
 @dataclass(frozen=True)
-class GatesPreset:
+class GatesPreset(Config):
     """One gate comparison: Figure 2's data and rule-A test shift, a gate per family, the same budget for all."""
 
     name: str
-    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
-    test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
+    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
     gates: tuple = ()
-    train: dict = field(default_factory=dict)
-    alphas: tuple = tuple(round(0.1 * i, 1) for i in range(10))
-    n_test: int = 1000
-    gate_alpha: float = 0.3
-    n_gate: int = 512
-    pattern_seed: int = 0
+    train: dict = trains(dict)
+    alphas: tuple = reals(tuple(round(0.1 * i, 1) for i in range(10)), 0.0, 1.0, high_open=True)
+    n_test: int = integer(1000, 1)
+    gate_alpha: float = real(0.3, 0.0, 1.0, low_open=True, high_open=True)
+    n_gate: int = integer(512, 1)
+    pattern_seed: int = integer(0, 0)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if not self.gates or not all(isinstance(g, GateConfig) for g in self.gates):
             raise ValueError(f"gates must be a non-empty tuple of GateConfig; got {self.gates!r}")
-        fams = [g.family for g in self.gates]
-        if len(set(fams)) != len(fams):
-            raise ValueError(f"gates must name each family once; got {fams}")
-        if not isinstance(self.train, dict) or set(self.train) != set(fams):
-            raise ValueError(f"train must map every family of gates {fams} to a TrainConfig; got {self.train!r}")
-        for fam, tr in self.train.items():
-            if not isinstance(tr, TrainConfig):
-                raise ValueError(f"train[{fam!r}] must be a TrainConfig; got {tr!r}")
-            if tr.m < self.data.d:
-                raise ValueError(f"train[{fam!r}].m must be >= data.d = {self.data.d}; got {tr.m}")
+        fams = check_choices("gates' families", tuple(g.family for g in self.gates), GATE_FAMILIES)
+        check_trains("train", self.train, fams, min_m=self.data.d)
         budgets = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.train.values()}
         if len(budgets) != 1:
             raise ValueError(f"train must give every family the same budget (steps, batch_size, optimizer, "
                              f"loss); got {sorted(budgets)}")
-        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
-        check_int("n_test", self.n_test, 1)
-        check_real("gate_alpha", self.gate_alpha, 0.0, 1.0, low_open=True, high_open=True)
-        check_int("n_gate", self.n_gate, 1)
-        check_int("pattern_seed", self.pattern_seed, 0)
 
     @property
     def families(self) -> tuple:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -32,7 +32,8 @@ import torch
 from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
 from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import DataConfig, DeepConfig, TestConfig, TrainConfig, check_choice, check_int, check_real, to_dict
+from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
+                      choices, instance, integer, integers, real, to_dict)
 from ..data import Patterns, all_tasks, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..models import build_model
@@ -41,12 +42,10 @@ from ..train import fit, fit_kwargs, synthetic_sampler
 from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
+__all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "train_one_seed",
            "train_one_layer_stack", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
-NAME = "mechanism"
-DESCRIPTION = "§3.5/§4.1: Corollary 1 (attention sums, Fig. 3) and Corollary 2 (gates), one and three layers"
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -58,37 +57,26 @@ def log_steps(steps: int, n: int = 24) -> tuple:
 
 
 @dataclass(frozen=True)
-class MechanismPreset:
+class MechanismPreset(Config):
     """One mechanism experiment: the model (``None``: one-layer Mamba of Eq. (3)), its training and the test."""
 
     name: str
-    model: Optional[DeepConfig] = None
-    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=0.3))
-    p_a: float = 0.4  # §4.1: "p_a = 0.4"
-    alpha: float = 0.3  # the gate figure: "alpha = 0.3"
-    n_test: int = 512
-    J: int = 8
-    record_steps: tuple = ()
-    n_sums: int = 256  # test prompts on which Corollary 1's sums are recorded along training
-    n_group: int = 256  # test prompts per task group (errors by task group); 0: skip
-    n_placement: int = 0  # test prompts per placement (FQ / R / CQ, the cost of locality); 0: skip
-    mechanism_groups: tuple = ()  # task groups the Corollary 1-2 prompts come from (); () = all tasks
+    model: Optional[DeepConfig] = instance(DeepConfig, optional=True)
+    train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.3))
+    p_a: float = real(0.4, 0.0, 1.0, high_open=True)  # §4.1: "p_a = 0.4"
+    alpha: float = real(0.3, 0.0, 1.0, high_open=True)  # the gate figure: "alpha = 0.3"
+    n_test: int = integer(512, 1)
+    J: int = integer(8, 2)
+    record_steps: tuple = integers((), 1, min_len=0)
+    n_sums: int = integer(256, 1)  # test prompts on which Corollary 1's sums are recorded along training
+    n_group: int = integer(256, 0)  # test prompts per task group (errors by task group); 0: skip
+    n_placement: int = integer(0, 0)  # test prompts per placement (FQ / R / CQ, the cost of locality); 0: skip
+    # task groups the Corollary 1-2 prompts come from; () = all tasks
+    mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(fig2.FIG2.data.M1), fig2.FIG2.data.M1))),
+                                      min_len=0)
 
-    def __post_init__(self) -> None:
-        if self.model is not None and not isinstance(self.model, DeepConfig):
-            raise ValueError(f"model must be None (one layer) or a DeepConfig; got {self.model!r}")
-        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
-        check_real("alpha", self.alpha, 0.0, 1.0, high_open=True)
-        check_int("n_test", self.n_test, 1)
-        check_int("J", self.J, 2)
-        check_int("n_sums", self.n_sums, 1)
-        check_int("n_group", self.n_group, 0)
-        check_int("n_placement", self.n_placement, 0)
-        for i, s in enumerate(self.record_steps):
-            check_int(f"record_steps[{i}]", s, 1, self.train.steps)
-        known = sorted(set(task_groups(all_tasks(fig2.FIG2.data.M1), fig2.FIG2.data.M1)))
-        for i, g in enumerate(self.mechanism_groups):
-            check_choice(f"mechanism_groups[{i}]", g, tuple(known))
+    def _check(self) -> None:
+        check_ints("record_steps", self.record_steps, 1, self.train.steps, min_len=0)
 
     @property
     def steps_to_record(self) -> tuple:

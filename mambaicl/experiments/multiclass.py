@@ -27,12 +27,12 @@ test prompts ``(s, "test/multiclass/<alpha>[/level<h>]")``. Patterns: Figure 2's
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import torch
 
 from ..analysis.stats import error_mean_se
-from ..config import ONE_LAYER_KINDS, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_reals, to_dict
+from ..config import (ONE_LAYER_KINDS, Config, DataConfig, TestConfig, check_choice, check_int, check_trains,
+                      choices, instance, integer, integers, reals, to_dict, trains)
 from ..data import all_tasks, training_tasks
 from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
 from ..evaluate import predict
@@ -41,47 +41,32 @@ from ..train import fit, fit_kwargs
 from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+__all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "MulticlassResult", "train_heads", "run"]
 
-NAME = "multiclass"
-DESCRIPTION = "App. 13: C = 2^H classes from H binary levels, H-head one-layer models (Eq. 36), error against alpha"
 DEFAULT_SEEDS = (0, 1, 2)
 
 
 @dataclass(frozen=True)
-class MulticlassPreset:
+class MulticlassPreset(Config):
     """A multi-class experiment: Figure 2's binary problem stacked ``H`` times (App. 13)."""
 
     name: str
-    classes: tuple = (2, 4, 8)
-    models: tuple = ("mamba", "mamba_merged", "linear")
-    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
-    test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
-    train: dict = field(default_factory=lambda: dict(fig2.FIG2.train))
-    alphas: tuple = (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8)
-    n_test: int = 1000
-    pattern_seed: int = 0
+    classes: tuple = integers((2, 4, 8), 2, 64, distinct=True)
+    models: tuple = choices(("mamba", "mamba_merged", "linear"), ONE_LAYER_KINDS)
+    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
+    train: dict = trains(lambda: dict(fig2.FIG2.train))
+    alphas: tuple = reals((0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), 0.0, 1.0, high_open=True)
+    n_test: int = integer(1000, 1)
+    pattern_seed: int = integer(0, 0)
 
-    def __post_init__(self) -> None:
-        if isinstance(self.classes, (str, bytes)) or not isinstance(self.classes, tuple) or not self.classes:
-            raise ValueError(f"classes must be a non-empty tuple of class counts C = 2^H; got {self.classes!r}")
+    def _check(self) -> None:
         for i, C in enumerate(self.classes):
-            check_int(f"classes[{i}]", C, 2, 64)
             if C & (C - 1):
                 raise ValueError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
                                  f"App. 13); got {C}")
-        if len(set(self.classes)) != len(self.classes):
-            raise ValueError(f"classes must be distinct; got {self.classes!r}")
-        if not self.models:
-            raise ValueError("models must name at least one one-layer kind")
-        for i, k in enumerate(self.models):
-            check_choice(f"models[{i}]", k, ONE_LAYER_KINDS)
-            if not isinstance(self.train.get(k), TrainConfig):
-                raise ValueError(f"train must hold a TrainConfig for model {k!r}; got {self.train.get(k)!r}")
-        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
-        check_int("n_test", self.n_test, 1)
-        check_int("pattern_seed", self.pattern_seed, 0)
+        check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
 
     @property
     def levels(self) -> tuple:

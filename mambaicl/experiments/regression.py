@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (DataConfig, DeepConfig, TestConfig, TrainConfig, check_bool, check_choice, check_int,
-                      check_real, check_reals, to_dict)
+from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_trains, choice,
+                      flag, instance, integer, integers, real, reals, to_dict, trains)
 from ..data import all_tasks, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
@@ -45,55 +45,44 @@ from ..train import fit, fit_kwargs, synthetic_sampler
 from . import fig2
 from .base import Result, internal, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
+__all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "train_linreg", "run"]
 
-NAME = "regression"
-DESCRIPTION = ("App. 14 and Park et al.: regression with outliers (squared loss), one- and three-layer Mamba vs "
-               "linear Transformer, against least squares on the clean examples")
 DEFAULT_SEEDS = (0, 1, 2)
 ONE_LAYER = ("mamba", "linear")
 
 
 @dataclass(frozen=True)
-class App14Spec:
+class App14Spec(Config):
     """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
 
-    data: DataConfig = field(default_factory=lambda: fig2.FIG2.data)
-    test: TestConfig = field(default_factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="C"))
-    train: dict = field(default_factory=lambda: {k: dataclasses.replace(fig2.FIG2.train[k], loss="squared")
-                                                 for k in ONE_LAYER})
-    alphas: tuple = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)
-    n_test: int = 1000
+    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="C"))
+    train: dict = trains(lambda: {k: dataclasses.replace(fig2.FIG2.train[k], loss="squared") for k in ONE_LAYER},
+                         ONE_LAYER, loss="squared")
+    alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.8, 0.9), 0.0, 1.0, high_open=True)
+    n_test: int = integer(1000, 1)
 
-    def __post_init__(self) -> None:
-        _check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d)
+    def _check(self) -> None:
+        check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d, loss="squared")
         if self.test.rule != "C":
             raise ValueError(f"app14.test.rule must be 'C' (App. 14: outlier outputs are random); got {self.test.rule!r}")
-        check_reals("app14.alphas", self.alphas, 0.0, 1.0, high_open=True)
-        check_int("app14.n_test", self.n_test, 1)
 
 
 @dataclass(frozen=True)
-class LinRegTask:
+class LinRegTask(Config):
     """Garg et al.'s linear regression with outliers: dimension, training lengths and outliers."""
 
-    d: int = 4
-    l_min: int = 4
-    l_max: int = 32
-    p_a: float = 0.7
-    kind: str = "dummy"
-    bias: bool = True
-    schedule_seed: int = 0
+    d: int = integer(4, 1)
+    l_min: int = integer(4, 1)
+    l_max: int = integer(32, 1)
+    p_a: float = real(0.7, 0.0, 1.0, high_open=True)
+    kind: str = choice("dummy", OUTLIER_KINDS)
+    bias: bool = flag(True)
+    schedule_seed: int = integer(0, 0)
 
-    def __post_init__(self) -> None:
-        check_int("d", self.d, 1)
-        check_int("l_min", self.l_min, 1)
+    def _check(self) -> None:
         check_int("l_max", self.l_max, self.l_min)
-        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
-        check_choice("kind", self.kind, OUTLIER_KINDS)
-        check_bool("bias", self.bias)
-        check_int("schedule_seed", self.schedule_seed, 0)
 
     @property
     def d_model_input(self) -> int:
@@ -101,59 +90,34 @@ class LinRegTask:
         return self.d + int(self.bias)
 
 
-def _check_trains(name: str, train, kinds, min_m: int | None = None) -> None:
-    if not isinstance(train, dict) or set(train) != set(kinds):
-        raise ValueError(f"{name} must map each of {kinds} to a TrainConfig; got {train!r}")
-    for k, tr in train.items():
-        if not isinstance(tr, TrainConfig):
-            raise ValueError(f"{name}[{k!r}] must be a TrainConfig; got {tr!r}")
-        if tr.loss != "squared":
-            raise ValueError(f"{name}[{k!r}].loss must be 'squared' (regression, App. 14); got {tr.loss!r}")
-        if min_m is not None and tr.m < min_m:
-            raise ValueError(f"{name}[{k!r}].m must be >= {min_m} (the input dimension); got {tr.m}")
-
-
 @dataclass(frozen=True)
-class RegressionPreset:
+class RegressionPreset(Config):
     """Both regression experiments: App. 14 (optional) and the linear-regression task, one and three layers."""
 
     name: str
-    app14: App14Spec | None = field(default_factory=App14Spec)
-    task: LinRegTask = field(default_factory=LinRegTask)
-    one_layer: dict = field(default_factory=lambda: {k: TrainConfig(lr=0.01, batch_size=64, steps=1000, m=6,
-                                                                     optimizer="adam", loss="squared")
-                                                     for k in ONE_LAYER})
+    app14: App14Spec | None = instance(App14Spec, factory=App14Spec, optional=True)
+    task: LinRegTask = instance(LinRegTask, factory=LinRegTask)
+    one_layer: dict = trains(lambda: {k: TrainConfig(lr=0.01, batch_size=64, steps=1000, m=6, optimizer="adam",
+                                                     loss="squared") for k in ONE_LAYER}, ONE_LAYER, loss="squared")
     deep: dict = field(default_factory=lambda: {k: DeepConfig(kind=k, n_layers=3, d_model=16, d_state=16, norm="rms")
                                                 for k in ONE_LAYER})
-    deep_train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=0.003, batch_size=32, steps=500,
-                                                                        optimizer="adam", loss="squared"))
-    lengths: tuple = (4, 8, 12, 16, 24, 32)
-    alpha_lengths: float = 0.7
-    alphas: tuple = (0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9)
-    l_alphas: int = 32
-    n_test: int = 1000
+    deep_train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.003, batch_size=32, steps=500,
+                                                                              optimizer="adam", loss="squared"))
+    lengths: tuple = integers((4, 8, 12, 16, 24, 32), 1)
+    alpha_lengths: float = real(0.7, 0.0, 1.0, high_open=True)
+    alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9), 0.0, 1.0, high_open=True)
+    l_alphas: int = integer(32, 1)
+    n_test: int = integer(1000, 1)
 
-    def __post_init__(self) -> None:
-        if self.app14 is not None and not isinstance(self.app14, App14Spec):
-            raise ValueError(f"app14 must be None or an App14Spec; got {self.app14!r}")
-        if not isinstance(self.task, LinRegTask):
-            raise ValueError(f"task must be a LinRegTask; got {self.task!r}")
-        _check_trains("one_layer", self.one_layer, ONE_LAYER, min_m=self.task.d_model_input)
+    def _check(self) -> None:
+        check_trains("one_layer", self.one_layer, ONE_LAYER, min_m=self.task.d_model_input, loss="squared")
         if not isinstance(self.deep, dict) or not set(self.deep) <= set(ONE_LAYER):
             raise ValueError(f"deep must map kinds among {ONE_LAYER} to DeepConfig; got {self.deep!r}")
         for k, dc in self.deep.items():
             if not isinstance(dc, DeepConfig) or dc.kind != k:
                 raise ValueError(f"deep[{k!r}] must be a DeepConfig of kind {k!r}; got {dc!r}")
-        if not isinstance(self.deep_train, TrainConfig) or self.deep_train.loss != "squared":
+        if self.deep_train.loss != "squared":
             raise ValueError(f"deep_train must be a TrainConfig with loss 'squared'; got {self.deep_train!r}")
-        if isinstance(self.lengths, (str, bytes)) or not isinstance(self.lengths, tuple) or not self.lengths:
-            raise ValueError(f"lengths must be a non-empty tuple of prompt lengths; got {self.lengths!r}")
-        for i, l in enumerate(self.lengths):
-            check_int(f"lengths[{i}]", l, 1)
-        check_real("alpha_lengths", self.alpha_lengths, 0.0, 1.0, high_open=True)
-        check_reals("alphas", self.alphas, 0.0, 1.0, high_open=True)
-        check_int("l_alphas", self.l_alphas, 1)
-        check_int("n_test", self.n_test, 1)
 
 
 #: "regression": App. 14 with Figure 2's step sizes (SGD on the squared loss); linear regression in d = 4

@@ -47,8 +47,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..analysis.stats import Comparison, error_mean_se
-from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, check_bool, check_choice, check_int, check_real,
-                      check_reals)
+from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, Config, check_int, choice, choices, flag, integer, integers, real, reals)
 from ..data.encoders import DEFAULT_ENCODER, embedding_cache
 from ..data.features import PCA, fit_pca, linear_probe, probe_accuracy
 from ..data.poisoning import COUNTS, PLACEMENTS, RULES, EmbeddedPool, poison_sentences, sst2_prompts
@@ -60,22 +59,19 @@ from ..train import fit
 from .base import Result, internal, resolve_device, resolve_seeds
 
 __all__ = [
-    "NAME", "DESCRIPTION", "REGIMES", "COUNTS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
+    "REGIMES", "COUNTS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
     "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
     "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "margin_curve",
     "probe_ceilings", "pca_table", "train_run", "accuracy", "oracle_accuracy", "run_table", "memorisation",
     "validation_curve", "contrast", "claims", "verdict", "format_table", "SST2Preset", "SST2Result", "run",
 ]
 
-NAME = "sst2"
-DESCRIPTION = ("§4.2 and App. 8.1-8.2: SST-2 with 'James Bond' outliers (main table, App. Tables 1-5, CQ curriculum) "
-               "in a held-out and a high-signal regime")
 DEFAULT_SEEDS = (0, 1, 2)
 REGIMES = ("held-out", "confident")
 
 
 @dataclass(frozen=True)
-class SST2Data:
+class SST2Data(Config):
     """One regime's sentences, encoder, features and test-prompt construction (every field validated).
 
     ``regime="held-out"``: ``n_train`` random training sentences (``None``: all but the validation
@@ -90,83 +86,57 @@ class SST2Data:
     threshold form the test pool.
     """
 
-    regime: str = "held-out"
+    regime: str = choice("held-out", REGIMES)
     encoder: str = DEFAULT_ENCODER
-    n_train: Optional[int] = 2000
-    n_val: int = 1000  # validation sentences carved from train.tsv (step sizes; never dev)
-    n_test: Optional[int] = None  # held-out: dev rows used (None: all 872)
-    n_reserved: int = 2500  # confident: maximal training sentences set aside as test candidates
-    n_probe: int = 8000  # confident: rows the filter probe is fit on (then set aside)
-    keep: float = 1.0  # confident: fraction of the scored rows kept, by filter-probe margin
-    count: str = "binomial"  # test prompts: Eq. (5) draws, "fixed" round(alpha l) or "balanced" floor/ceil (mean alpha l)
-    d: int = 72  # PCA components kept: the "data dimension 72" of App. 8.1
-    l: int = 8  # context examples per prompt (§4.2)
-    probe_l2: float = 1e-2  # ridge penalty of the logistic linear probes (not tuned on test sentences)
-    seed: int = 0  # the data seed: sentence split, poisoning, PCA
+    n_train: Optional[int] = integer(2000, 10, optional=True)
+    n_val: int = integer(1000, 10)  # validation sentences carved from train.tsv (step sizes; never dev)
+    n_test: Optional[int] = integer(None, 10, optional=True)  # held-out: dev rows used (None: all 872)
+    n_reserved: int = integer(2500, 10)  # confident: maximal training sentences set aside as test candidates
+    n_probe: int = integer(8000, 10)  # confident: rows the filter probe is fit on (then set aside)
+    keep: float = real(1.0, 0.0, 1.0, low_open=True)  # confident: fraction of the scored rows kept, by margin
+    # test prompts: Eq. (5) draws, "fixed" round(alpha l) or "balanced" floor/ceil (mean alpha l)
+    count: str = choice("binomial", COUNTS)
+    d: int = integer(72, 1)  # PCA components kept: the "data dimension 72" of App. 8.1
+    l: int = integer(8, 1)  # context examples per prompt (§4.2)
+    probe_l2: float = real(1e-2, 0.0)  # ridge penalty of the logistic linear probes (not tuned on test sentences)
+    seed: int = integer(0, 0)  # the data seed: sentence split, poisoning, PCA
 
-    def __post_init__(self) -> None:
-        check_choice("regime", self.regime, REGIMES)
+    def _check(self) -> None:
         if self.n_train is not None:
-            check_int("n_train", self.n_train, 10)
-        check_int("n_val", self.n_val, 10)
-        if self.n_test is not None:
-            check_int("n_test", self.n_test, 10)
-        check_int("n_reserved", self.n_reserved, 10)
-        check_int("n_probe", self.n_probe, 10)
-        check_real("keep", self.keep, 0.0, 1.0, low_open=True)
-        check_choice("count", self.count, COUNTS)
-        check_int("d", self.d, 1, self.n_train if self.n_train is not None else None)
-        check_int("l", self.l, 1)
-        check_real("probe_l2", self.probe_l2, 0.0)
-        check_int("seed", self.seed, 0)
+            check_int("d", self.d, 1, self.n_train)
 
 
 @dataclass(frozen=True)
-class Run:
+class Run(Config):
     """One model to train: architecture (§4.2: 3 layers) and training schedule."""
 
     name: str
-    kind: str  # "mamba", "linear" or "softmax" (mambaicl.models.deep)
-    n_heads: int = 2
-    n_layers: int = 3
-    d_model: int = 80  # >= d+1: the prompt enters the residual stream by zero padding
-    p_a: float = 0.25
-    steps: int = 300
-    batch_size: int = 128
-    lr: float = 3e-3
-    optimizer: str = "adam"
-    loss: str = "hinge"  # Section 2
-    curriculum: bool = False  # App. 8.1: R for the first half, CQ for the second
-
-    def __post_init__(self) -> None:
-        check_choice("kind", self.kind, tuple(k for k in DEEP_KINDS if k != "mamba1"))
-        for name in ("n_heads", "n_layers", "d_model", "steps", "batch_size"):
-            check_int(name, getattr(self, name), 1)
-        check_real("p_a", self.p_a, 0.0, 1.0, high_open=True)
-        check_real("lr", self.lr, 0.0, 1.0, low_open=True)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        check_choice("loss", self.loss, LOSSES)
-        check_bool("curriculum", self.curriculum)
+    kind: str = choice("mamba", tuple(k for k in DEEP_KINDS if k != "mamba1"))  # mambaicl.models.deep
+    n_heads: int = integer(2, 1)
+    n_layers: int = integer(3, 1)
+    d_model: int = integer(80, 1)  # >= d+1: the prompt enters the residual stream by zero padding
+    p_a: float = real(0.25, 0.0, 1.0, high_open=True)
+    steps: int = integer(300, 1)
+    batch_size: int = integer(128, 1)
+    lr: float = real(3e-3, 0.0, 1.0, low_open=True)
+    optimizer: str = choice("adam", OPTIMIZERS)
+    loss: str = choice("hinge", LOSSES)  # Section 2
+    curriculum: bool = flag(False)  # App. 8.1: R for the first half, CQ for the second
 
 
 @dataclass(frozen=True)
-class Table:
+class Table(Config):
     """Runs evaluated at test fractions ``alphas`` and ``placements``; ``paper[run][(alpha, placement)]`` in %."""
 
     name: str
     runs: Tuple[Run, ...]
-    alphas: Tuple[float, ...]
-    placements: Tuple[str, ...] = ("FQ", "R", "CQ")
-    rule: str = "targeted"  # Example 1: outliers labelled +1
-    n_prompts: int = 4000  # test prompts per (alpha, placement, seed), the same for every run of a seed
+    alphas: Tuple[float, ...] = reals((0.75,), 0.0, 1.0)
+    placements: Tuple[str, ...] = choices(("FQ", "R", "CQ"), tuple(PLACEMENTS))
+    rule: str = choice("targeted", tuple(RULES))  # Example 1: outliers labelled +1
+    n_prompts: int = integer(4000, 1)  # test prompts per (alpha, placement, seed), the same for every run of a seed
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        check_reals("alphas", self.alphas, 0.0, 1.0)
-        for i, p in enumerate(self.placements):
-            check_choice(f"placements[{i}]", p, tuple(PLACEMENTS))
-        check_choice("rule", self.rule, tuple(RULES))
-        check_int("n_prompts", self.n_prompts, 1)
+    def _check(self) -> None:
         if len({r.name for r in self.runs}) != len(self.runs):
             raise ValueError(f"run names must be unique; got {[r.name for r in self.runs]}")
 
@@ -762,23 +732,20 @@ def format_table(table: Table, res: dict, runs: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
-class SST2Preset:
+class SST2Preset(Config):
     """The whole SST-2 experiment: one or more regimes with their tables, PCA sizes of App. Table 5,
     the kept fractions of the filter's margin curve."""
 
     name: str
     regimes: Tuple[Regime, ...] = ()
-    pca_ks: Tuple[int, ...] = PCA_KS
-    keeps: Tuple[float, ...] = KEEPS
+    pca_ks: Tuple[int, ...] = integers(PCA_KS, 1)
+    keeps: Tuple[float, ...] = reals(KEEPS, 0.0, 1.0, low_open=True)
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if not self.regimes:
             raise ValueError("regimes must hold at least one Regime")
         if len({r.name for r in self.regimes}) != len(self.regimes):
             raise ValueError(f"regime names must be unique; got {[r.name for r in self.regimes]}")
-        for i, k in enumerate(self.pca_ks):
-            check_int(f"pca_ks[{i}]", k, 1)
-        check_reals("keeps", self.keeps, 0.0, 1.0, low_open=True)
 
 
 ALL_TABLES = (MAIN_TABLE, TABLE_1, TABLE_2, CURRICULUM)

@@ -26,11 +26,9 @@ from ..models.recurrence import selective_scan
 from ..seeding import torch_generator
 from .base import Result, resolve_device, resolve_seeds
 
-__all__ = ["NAME", "DESCRIPTION", "TimingPreset", "FORMS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+__all__ = ["TimingPreset", "FORMS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "TimingResult", "forward_forms", "time_forward_forms", "run", "mamba1_step_time"]
 
-NAME = "timing"
-DESCRIPTION = "Chapter 1: wall-clock cost of Eq. (3) (closed form), its O(l^2) product and the Eq. (1) recurrence"
 DEFAULT_SEEDS = (0,)
 
 

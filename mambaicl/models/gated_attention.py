@@ -342,7 +342,21 @@ class _OneLayer(_Eq3, nn.Module):
         raise NotImplementedError
 
 
-class OneLayerMamba(_OneLayer):
+class _Factored(_OneLayer):
+    """``W_B``, ``W_C`` ``(m, d+1)`` with Section 2's initialisation; the attention form is their product."""
+
+    def __init__(self, d: int, m: int, delta: float = 0.2, dtype: torch.dtype | None = None) -> None:
+        super().__init__(d, m, delta)
+        dtype = dtype or torch.get_default_dtype()
+        self.W_B = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
+        self.W_C = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
+
+    def bilinear(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """``W_B^T W_C``, ``(d+1, d+1)``, computed in ``dtype`` (default: the parameters')."""
+        return self.W_B.to(dtype or self.W_B.dtype).T @ self.W_C.to(dtype or self.W_C.dtype)
+
+
+class OneLayerMamba(_Factored):
     """One-layer Mamba in the closed form of Eq. (3) of Li et al. (2025).
 
     Args:
@@ -358,32 +372,18 @@ class OneLayerMamba(_OneLayer):
 
     def __init__(self, d: int, m: int, delta: float = 0.2, generator: torch.Generator | None = None,
                  dtype: torch.dtype | None = None) -> None:
-        super().__init__(d, m, delta)
-        dtype = dtype or torch.get_default_dtype()
-        self.W_B = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
-        self.W_C = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
-        self.w = nn.Parameter(_gate_init(d, generator, dtype))  # (d+1,)
-
-    def bilinear(self, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """``W_B^T W_C``, ``(d+1, d+1)``, computed in ``dtype`` (default: the parameters')."""
-        return self.W_B.to(dtype or self.W_B.dtype).T @ self.W_C.to(dtype or self.W_C.dtype)
+        super().__init__(d, m, delta, dtype)
+        self.w = nn.Parameter(_gate_init(d, generator, self.W_B.dtype))  # (d+1,)
 
 
-class OneLayerLinearTransformer(_OneLayer):
-    """One-layer single-head linear Transformer: Eq. (3) with ``G_{i,l+1} = 1`` (Section 3.4)."""
+class OneLayerLinearTransformer(_Factored):
+    """One-layer single-head linear Transformer: Eq. (3) with ``G_{i,l+1} = 1`` (Section 3.4).
+
+    ``OneLayerLinearTransformer(d, m, delta=0.2)``: parameters ``W_B``, ``W_C`` ``(m, d+1)``.
+    """
 
     kind = "linear"
     gated = False
-
-    def __init__(self, d: int, m: int, delta: float = 0.2, dtype: torch.dtype | None = None) -> None:
-        super().__init__(d, m, delta)
-        dtype = dtype or torch.get_default_dtype()
-        self.W_B = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
-        self.W_C = nn.Parameter(_diagonal_init(m, d, delta).to(dtype))  # (m, d+1)
-
-    def bilinear(self, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """``W_B^T W_C``, ``(d+1, d+1)``, computed in ``dtype`` (default: the parameters')."""
-        return self.W_B.to(dtype or self.W_B.dtype).T @ self.W_C.to(dtype or self.W_C.dtype)
 
 
 class OneLayerMambaMerged(_OneLayer):

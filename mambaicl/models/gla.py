@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..config import check_choice, check_int, check_real
+from ..config import Config, check_int, check_real, choice, real
 from .gated_attention import (_diagonal_init, _gate_init, bilinear_scores, check_prompt, gate_from_logits, gated_sum,
                               prompt_logits, query_attention)
 from .gates import gated_retention_gate_from_logits, gla_gate_from_logits, mamba2_gate_from_logits, retnet_gate_any
@@ -62,7 +62,7 @@ _CHANNEL = ("gla", "gla_app12")
 
 
 @dataclass(frozen=True)
-class GateConfig:
+class GateConfig(Config):
     """A gate family and its fixed hyperparameters (validated; a ``ValueError`` names the field).
 
     ``tau``: temperature of gated retention and GLA (``gamma = sigma(.)^{1/tau}``), ``> 0``.
@@ -70,16 +70,10 @@ class GateConfig:
     ``a``: initial Mamba-2 ``a`` (``A = -e^a``; learned).
     """
 
-    family: str = "mamba"
-    tau: float = 1.0
-    gamma: float = 1 - 2 ** -5
-    a: float = 0.0
-
-    def __post_init__(self) -> None:
-        check_choice("family", self.family, GATE_FAMILIES)
-        check_real("tau", self.tau, 0.0, low_open=True)
-        check_real("gamma", self.gamma, 0.0, 1.0, low_open=True)
-        check_real("a", self.a, -10.0, 10.0)
+    family: str = choice("mamba", GATE_FAMILIES)
+    tau: float = real(1.0, 0.0, low_open=True)
+    gamma: float = real(1 - 2 ** -5, 0.0, 1.0, low_open=True)
+    a: float = real(0.0, -10.0, 10.0)
 
 
 def _is_tensor(P) -> bool:
