@@ -129,6 +129,7 @@ def _quartiles(xs):
 
 
 def main() -> None:
+    """Check equivalence with mambapy, then time both interleaved and print the speed-up."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20, help="timed steps per model (after 3 warm-up steps)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: leave PyTorch's default)")

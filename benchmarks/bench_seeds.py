@@ -41,6 +41,7 @@ def step_time(n_seeds: int, steps: int, dtype: torch.dtype) -> float:
 
 
 def main() -> None:
+    """Time S = 1 and S = 8 seeds in interleaved rounds and print the cost ratio."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=150, help="training steps per run")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (each runs S = 1 and S = 8 once)")

@@ -75,6 +75,7 @@ __all__ = [
     "LOSSES",
     "V_PRIME_SECTION_4_1",
     "to_dict",
+    "jsonable",
 ]
 
 RULES = ("A", "B", "C")  # §4.1: (A) flipped, (B) one targeted label, (C) random
@@ -225,21 +226,27 @@ def check_seeds(name: str, seeds) -> tuple:
 # ---------------------------------------------------------------- declarative fields
 
 
-def _field(default, check, **kw):
+def _field(default, check, **bounds):
+    """A dataclass field whose metadata holds its ``check`` (run by :class:`Config`) and, for numbers,
+    its ``bounds`` (``low``, ``high``, ``low_open``, ``high_open``), which the tests read to try every
+    field just outside its range."""
+    metadata = {"check": check, "bounds": bounds}
     if isinstance(default, (list, dict, set)):
-        return dataclasses.field(default_factory=lambda: default, metadata={"check": check}, **kw)
-    return dataclasses.field(default=default, metadata={"check": check}, **kw)
+        return dataclasses.field(default_factory=lambda: default, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 def integer(default, low: int | None = None, high: int | None = None, optional: bool = False):
     """A dataclass field holding an integer in ``[low, high]`` (or ``None`` when ``optional``), validated by
     :class:`Config`."""
-    return _field(default, lambda name, v: v if (optional and v is None) else check_int(name, v, low, high))
+    return _field(default, lambda name, v: v if (optional and v is None) else check_int(name, v, low, high),
+                  low=low, high=high)
 
 
 def real(default, low: float = -math.inf, high: float = math.inf, low_open: bool = False, high_open: bool = False):
     """A dataclass field holding a finite real in the interval, validated by :class:`Config`."""
-    return _field(default, lambda name, v: check_real(name, v, low, high, low_open, high_open))
+    return _field(default, lambda name, v: check_real(name, v, low, high, low_open, high_open),
+                  low=low, high=high, low_open=low_open, high_open=high_open)
 
 
 def choice(default, choices):
@@ -257,13 +264,15 @@ def reals(default, low: float = -math.inf, high: float = math.inf, low_open: boo
           high_open: bool = False, min_len: int = 1, distinct: bool = False, increasing: bool = False):
     """A dataclass field holding a tuple of reals in the interval, validated by :class:`Config`."""
     return _field(tuple(default), lambda name, v: check_reals(name, v, low, high, low_open, high_open, min_len,
-                                                              distinct, increasing))
+                                                              distinct, increasing),
+                  low=low, high=high, low_open=low_open, high_open=high_open)
 
 
 def integers(default, low: int | None = None, high: int | None = None, min_len: int = 1, distinct: bool = False,
              increasing: bool = False):
     """A dataclass field holding a tuple of integers in ``[low, high]``, validated by :class:`Config`."""
-    return _field(tuple(default), lambda name, v: check_ints(name, v, low, high, min_len, distinct, increasing))
+    return _field(tuple(default), lambda name, v: check_ints(name, v, low, high, min_len, distinct, increasing),
+                  low=low, high=high)
 
 
 def choices(default, options, min_len: int = 1, distinct: bool = True):
@@ -381,10 +390,10 @@ class DeepConfig(Config):
     ``n_layers``): the paper's three-layer models of §4.1-4.2 and App. 8."""
 
     kind: str = choice("mamba", DEEP_KINDS)
-    n_layers: int = integer(3, 1)
-    n_heads: int = integer(1, 1)
-    d_model: int = integer(64, 1)
-    d_state: int = integer(16, 1)
+    n_layers: int = integer(3, 1)  # residual layers
+    n_heads: int = integer(1, 1)  # heads per layer (a Mamba-1 block has one)
+    d_model: int = integer(64, 1)  # width of the residual stream
+    d_state: int = integer(16, 1)  # state size per head
     delta: float = real(0.2, 0.0, 1.0, low_open=True)
     norm: str = choice("rms", ("rms", "none", "after_first"))  # models.deep.NORMS
 
@@ -403,12 +412,14 @@ class DeepConfig(Config):
 
 def to_dict(cfg) -> dict:
     """A JSON-ready dict of any config dataclass (tuples become lists, mappings stay mappings)."""
-    return _jsonable(dataclasses.asdict(cfg))
+    return jsonable(dataclasses.asdict(cfg))
 
 
-def _jsonable(obj):
+def jsonable(obj):
+    """``obj`` with mapping keys as strings, tuples as lists and arrays or tensors (anything with
+    ``tolist``) as nested lists: what :func:`mambaicl.io.write_json` can write."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    return obj
+        return [jsonable(v) for v in obj]
+    return obj.tolist() if hasattr(obj, "tolist") and not isinstance(obj, (int, float, str, bool)) else obj

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from mambaicl.data import all_tasks, test_prompts, training_prompts, training_tasks
+from mambaicl.data import all_tasks, training_prompts, training_tasks
 from mambaicl.data.multiclass import (all_levels_error, concat_prompts, level_errors, level_generators, level_stage,
                                       multiclass_sampler, multiclass_test_prompts, stacked_prompt)
 from mambaicl.data.regression import least_squares_clean, regression_prompts, squared_error

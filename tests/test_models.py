@@ -86,7 +86,10 @@ def test_gate_sums_to_one_minus_product_and_decays():
     keep = 1 - torch.sigmoid(P @ w)
     assert torch.allclose(G.sum(1), 1 - keep.prod(1), atol=1e-12)
     assert torch.all(G.sum(1) <= 1)
-    # with equal logits the gate is exactly geometric: G_i = s (1-s)^(L-i)
+
+
+def test_gate_with_equal_logits_is_geometric():
+    # G_i = s (1-s)^(L-i) when every token has the same logit
     P_eq = torch.zeros(1, 10, 5, dtype=torch.float64)
     P_eq[..., 0] = 1.0
     w_eq = torch.tensor([0.4, 0, 0, 0, 0], dtype=torch.float64)

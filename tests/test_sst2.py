@@ -44,25 +44,19 @@ def test_missing_file(tmp_path):
         load_sst2(folder)
 
 
-@pytest.mark.parametrize("header", ["", "text\tlabel\n", "a good film\t1\n"])
-def test_file_without_header(tmp_path, header):
-    folder = write_glue(tmp_path / "glue", header=header)
-    with pytest.raises(ValueError, match=r"train.tsv, line 1: expected the header 'sentence<TAB>label'"):
-        load_sst2(folder)
+MALFORMED = [  # (write_glue keyword arguments, what the error must say)
+    *[(dict(header=h), r"train.tsv, line 1: expected the header 'sentence<TAB>label'")
+      for h in ("", "text\tlabel\n", "a good film\t1\n")],
+    *[(dict(train=f"a good film\t1\nawful\t{label}\n"), r"train.tsv, line 3: label must be 0 or 1")
+      for label in ("2", "-1", "pos", "")],
+    *[(dict(dev=f"fine\t1\n{row}\n"), r"dev.tsv, line 3") for row in ("no tab here", "too\tmany\t1", "\t1")],
+]
 
 
-@pytest.mark.parametrize("label", ["2", "-1", "pos", ""])
-def test_label_other_than_0_1(tmp_path, label):
-    folder = write_glue(tmp_path / "glue", train=f"a good film\t1\nawful\t{label}\n")
-    with pytest.raises(ValueError, match=r"train.tsv, line 3: label must be 0 or 1"):
-        load_sst2(folder)
-
-
-@pytest.mark.parametrize("row", ["no tab here", "too\tmany\t1", "\t1"])
-def test_malformed_row_names_file_and_line(tmp_path, row):
-    folder = write_glue(tmp_path / "glue", dev=f"fine\t1\n{row}\n")
-    with pytest.raises(ValueError, match=r"dev.tsv, line 3"):
-        load_sst2(folder)
+@pytest.mark.parametrize("files, message", MALFORMED)
+def test_malformed_file_names_file_and_line(tmp_path, files, message):
+    with pytest.raises(ValueError, match=message):
+        load_sst2(write_glue(tmp_path / "glue", **files))
 
 
 def test_crlf_and_trailing_space(tmp_path):

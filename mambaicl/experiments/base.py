@@ -5,7 +5,7 @@ An experiment is one module of :mod:`mambaicl.experiments`; its module name is t
 (``--list`` prints it). It defines
 
 ==================  ====================================================================
-``PRESETS``         ``{name: preset}``: validated, frozen dataclasses holding every setting
+``PRESETS``         ``{name: preset}``: :class:`Preset` subclasses holding every setting
 ``DEFAULT_PRESET``  the preset the CLI uses when ``--preset`` is not given
 ``DEFAULT_SEEDS``   the seeds the CLI uses when ``--seed(s)`` is not given
 ``run``             ``run(preset, *, seeds, device=None, progress=True) -> Result``
@@ -23,10 +23,18 @@ from typing import Any
 
 import torch
 
-from ..config import check_seeds
+from ..config import Config, check_seeds, jsonable
 from ..io import json_text
 
-__all__ = ["Result", "internal", "resolve_seeds", "resolve_device"]
+__all__ = ["Preset", "Result", "internal", "resolve_seeds", "resolve_device"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset(Config):
+    """Base of every experiment's presets: its ``name``, the key under which ``PRESETS`` holds it.
+    Subclasses declare their settings with the validator kit of :mod:`mambaicl.config`."""
+
+    name: str
 
 
 def internal(default=None):
@@ -40,7 +48,7 @@ class Result:
 
     def to_dict(self) -> dict:
         """The JSON-ready content of ``results.json``: every field except those marked ``internal``."""
-        return _plain({f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+        return jsonable({f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                        if not f.metadata.get("internal")})
 
     def to_json(self) -> str:
@@ -50,16 +58,6 @@ class Result:
     def artifacts(self) -> dict[str, Any] | None:
         """Tensors worth keeping (trained parameters, patterns) for ``artifacts.pt``; ``None`` if none."""
         return None
-
-
-def _plain(obj):
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, torch.Tensor):
-        return obj.tolist()
-    return obj
 
 
 def resolve_seeds(seeds) -> tuple:

@@ -41,7 +41,7 @@ import torch
 
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.theory import alpha_threshold_lt, alpha_threshold_mamba
-from ..config import (ONE_LAYER_KINDS, RULES, Config, DataConfig, TestConfig, check_choice, check_int,
+from ..config import (ONE_LAYER_KINDS, RULES, DataConfig, TestConfig, check_choice, check_int,
                       check_trains, choice, choices, instance, integer, integers, real, reals,
                       to_dict, trains)
 from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
@@ -51,20 +51,18 @@ from ..models import build_model
 from ..seeding import torch_generators
 from ..train import fit, fit_kwargs
 from . import fig2
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "BoundaryResult", "crossing_alpha", "alpha_limit_mamba_d", "alpha_limit_lt_d", "grid_sampler", "train_grid",
            "run"]
 
-DEFAULT_SEEDS = (0, 1, 2)
 
 
 @dataclass(frozen=True)
-class BoundaryPreset(Config):
+class BoundaryPreset(Preset):
     """A phase diagram: models, the ``p_a`` x ``l_ts`` grid, the alpha grid, the boundary level."""
 
-    name: str
     p_as: tuple = reals((0.2, 0.35, 0.5, 0.65, 0.8), 0.0, 1.0, high_open=True, distinct=True)
     l_tss: tuple = integers((10, 20, 30, 40, 60), 1, distinct=True)
     alphas: tuple = reals((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), 0.0, 1.0, high_open=True,
@@ -95,6 +93,7 @@ TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40
                            train={k: dataclasses.replace(v, steps=40) for k, v in fig2.FIG2.train.items()})
 PRESETS = {"theorems": THEOREMS, "tiny": TINY}
 DEFAULT_PRESET = "theorems"
+DEFAULT_SEEDS = (0, 1, 2)
 
 
 def alpha_limit_mamba_d(l_ts: int, M1: int) -> float:

@@ -51,14 +51,14 @@ from torch import nn
 from ..analysis.fits import loglog_slope, relaxation_time, window_slope
 from ..analysis.lemmas import lemma4_horizon, stack_probes
 from ..analysis.stats import mean_se
-from ..config import (Config, DataConfig, check_choice, check_int, check_real, check_reals, instance, integer, integers,
+from ..config import (DataConfig, check_choice, check_int, check_real, check_reals, instance, integer, integers,
                       real, reals, to_dict)
 from ..data import Patterns, Prompts, make_patterns, training_prompts, training_tasks
 from ..evaluate import zero_one_error
 from ..models import build_model
 from ..seeding import torch_generator
 from ..train import fit, loss_per_model
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
@@ -76,10 +76,9 @@ FACTOR_LABELS = {"lr": r"$\eta$", "one_minus_p_a": r"$1-p_a$", "beta": r"$\beta$
 
 
 @dataclass(frozen=True)
-class DynamicsPreset(Config):
+class DynamicsPreset(Preset):
     """A complete Chapter 3 experiment: base settings (Figure 2's), sweep grids, measurement settings."""
 
-    name: str
     data: DataConfig = instance(DataConfig, factory=DataConfig)
     lr: dict = field(default_factory=lambda: {"mamba": 0.3, "linear": 0.01})
     batch_size: int = integer(64, 1)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import (RULES, Config, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
+from ..config import (RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
                       check_reals, check_trains, choices, instance, integer, reals, to_dict, trains)
 from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_groups, test_outliers,
                     test_prompts, training_prompts, training_tasks)
@@ -41,14 +41,13 @@ from ..analysis.stats import CLAIM_SE, compare, error_mean_se
 from ..models import ONE_LAYER_KINDS, build_model
 from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "train_models",
            "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_search", "EtaSearch", "eta_test_errors",
            "breakdown_sweep", "Breakdown", "crossing_length"]
 
-DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 #: key of each model kind in results.json and artifacts.pt (the file layout of the first release)
 RESULT_KEYS = {"mamba": "mamba", "linear": "linear_transformer", "mamba_merged": "mamba_merged"}
@@ -58,10 +57,9 @@ _ALPHAS = tuple(round(0.1 * i, 1) for i in range(10))
 
 
 @dataclass(frozen=True)
-class Fig2Preset(Config):
+class Fig2Preset(Preset):
     """A named, complete Figure 2 experiment: data, test shift, and one training config per model."""
 
-    name: str
     data: DataConfig = instance(DataConfig, factory=DataConfig)
     test: TestConfig = instance(TestConfig, factory=TestConfig)
     train: dict = trains(lambda: {k: TrainConfig() for k in ("mamba", "mamba_merged", "linear")})
@@ -105,6 +103,7 @@ TINY = dataclasses.replace(FIG2, name="tiny", train={k: dataclasses.replace(v, s
                            alphas=(0.0, 0.5, 0.8), n_test=400)
 PRESETS = {"plain": PLAIN, "fig2": FIG2, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
 def patterns(preset: Fig2Preset, dtype=torch.float64) -> Patterns:

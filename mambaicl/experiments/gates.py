@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (Config, DataConfig, TestConfig, check_choices, check_reals, check_trains,
+from ..config import (DataConfig, TestConfig, check_choices, check_reals, check_trains,
                       instance, integer, real, reals, to_dict, trains)
 from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
 from ..evaluate import model_error, predict, zero_one_error
@@ -38,12 +38,11 @@ from ..models.gla import GATE_FAMILIES, GateConfig, build_gla
 from ..seeding import torch_generators
 from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
 from . import fig2
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
            "DEFAULT_SEEDS", "GatesResult", "train_family", "gate_statistics", "run", "eta_search", "GateEtaSearch"]
 
-DEFAULT_SEEDS = (0, 1, 2)
 
 #: step sizes of the families that Figure 2 does not train, from :func:`eta_search` (3 seeds, 1000 steps)
 SEARCHED_LR = {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retnet": 0.01, "gla": 0.3,
@@ -51,10 +50,9 @@ SEARCHED_LR = {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retn
 
 
 @dataclass(frozen=True)
-class GatesPreset(Config):
+class GatesPreset(Preset):
     """One gate comparison: Figure 2's data and rule-A test shift, a gate per family, the same budget for all."""
 
-    name: str
     data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
     test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
     gates: tuple = ()
@@ -105,6 +103,7 @@ TINY = dataclasses.replace(APP12, name="tiny", gates=tuple(g for g in APP12.gate
                            alphas=(0.0, 0.8), n_test=300, n_gate=64)
 PRESETS = {"app12": APP12, "tiny": TINY}
 DEFAULT_PRESET = "app12"
+DEFAULT_SEEDS = (0, 1, 2)
 
 
 def patterns(preset: GatesPreset) -> Patterns:
@@ -170,9 +169,9 @@ class GatesResult(Result):
     gate_outlier: dict  # gate_outlier[family]: {"per_seed", "mean", "se"} (median gate of outlier examples)
     gate_clean: dict
     gate_profile: dict  # gate_profile[family]: {"clean": [S][l], "outlier": [S][l]}
-    final_train_loss: dict
-    config: dict
-    models: dict = internal()
+    final_train_loss: dict  # final_train_loss[family]: training loss at the last recorded step, mean over seeds
+    config: dict  # the preset, as written by mambaicl.config.to_dict
+    models: dict = internal()  # models[family]: the trained seed-stacked model
     histories: dict = internal()
     spec: GatesPreset = internal()
 

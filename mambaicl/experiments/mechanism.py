@@ -32,7 +32,7 @@ import torch
 from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
 from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
+from ..config import (DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
                       choices, instance, integer, integers, real, to_dict)
 from ..data import Patterns, all_tasks, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
@@ -40,13 +40,12 @@ from ..models import build_model
 from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, synthetic_sampler
 from . import fig2
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "train_one_seed",
            "train_one_layer_stack", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
-DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
 def log_steps(steps: int, n: int = 24) -> tuple:
@@ -57,10 +56,9 @@ def log_steps(steps: int, n: int = 24) -> tuple:
 
 
 @dataclass(frozen=True)
-class MechanismPreset(Config):
+class MechanismPreset(Preset):
     """One mechanism experiment: the model (``None``: one-layer Mamba of Eq. (3)), its training and the test."""
 
-    name: str
     model: Optional[DeepConfig] = instance(DeepConfig, optional=True)
     train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.3))
     p_a: float = real(0.4, 0.0, 1.0, high_open=True)  # §4.1: "p_a = 0.4"
@@ -105,6 +103,7 @@ MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers
                          n_group=0, record_steps=(150,), n_sums=64)
 PRESETS = {p.name: p for p in (ONE_LAYER, FIG3, FIG3_NONE, MAMBA1)}
 DEFAULT_PRESET = "fig3"
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
 def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 
 from ..analysis.stats import error_mean_se
-from ..config import (ONE_LAYER_KINDS, Config, DataConfig, TestConfig, check_choice, check_int, check_trains,
+from ..config import (ONE_LAYER_KINDS, DataConfig, TestConfig, check_choice, check_int, check_trains,
                       choices, instance, integer, integers, reals, to_dict, trains)
 from ..data import all_tasks, training_tasks
 from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
@@ -39,26 +39,24 @@ from ..evaluate import predict
 from ..models import build_model
 from ..train import fit, fit_kwargs
 from . import fig2
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "MulticlassResult", "train_heads", "run"]
 
-DEFAULT_SEEDS = (0, 1, 2)
 
 
 @dataclass(frozen=True)
-class MulticlassPreset(Config):
+class MulticlassPreset(Preset):
     """A multi-class experiment: Figure 2's binary problem stacked ``H`` times (App. 13)."""
 
-    name: str
     classes: tuple = integers((2, 4, 8), 2, 64, distinct=True)
     models: tuple = choices(("mamba", "mamba_merged", "linear"), ONE_LAYER_KINDS)
     data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
     test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
     train: dict = trains(lambda: dict(fig2.FIG2.train))
     alphas: tuple = reals((0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), 0.0, 1.0, high_open=True)
-    n_test: int = integer(1000, 1)
+    n_test: int = integer(1000, 1)  # test prompts per (model, C, alpha, seed)
     pattern_seed: int = integer(0, 0)
 
     def _check(self) -> None:
@@ -88,6 +86,7 @@ TINY = dataclasses.replace(APP13, name="tiny", classes=(2, 4), models=("mamba", 
                            alphas=(0.0, 0.8), n_test=300)
 PRESETS = {"app13": APP13, "tiny": TINY}
 DEFAULT_PRESET = "app13"
+DEFAULT_SEEDS = (0, 1, 2)
 
 
 def train_heads(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None,
@@ -120,9 +119,9 @@ class MulticlassResult(Result):
     errors_level: dict  # errors_level[model][h][i]: level h+1's error, mean over seeds
     errors_level_per_seed: dict  # [model][h][s][i]
     independent_prediction: dict  # [model][C][i]: 1 - prod_h (1 - e_h), mean over seeds of the per-seed value
-    final_train_loss: dict
-    config: dict
-    models: dict = internal()
+    final_train_loss: dict  # final_train_loss[model]: training loss (Eq. 36) at the last recorded step, mean over seeds
+    config: dict  # the preset, as written by mambaicl.config.to_dict
+    models: dict = internal()  # models[model]: the trained H-head seed-stacked model
     spec: MulticlassPreset = internal()
 
 

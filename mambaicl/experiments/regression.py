@@ -43,12 +43,11 @@ from ..models import build_model
 from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, synthetic_sampler
 from . import fig2
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "train_linreg", "run"]
 
-DEFAULT_SEEDS = (0, 1, 2)
 ONE_LAYER = ("mamba", "linear")
 
 
@@ -56,7 +55,7 @@ ONE_LAYER = ("mamba", "linear")
 class App14Spec(Config):
     """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
 
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
+    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)  # Figure 2's patterns and prompts
     test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="C"))
     train: dict = trains(lambda: {k: dataclasses.replace(fig2.FIG2.train[k], loss="squared") for k in ONE_LAYER},
                          ONE_LAYER, loss="squared")
@@ -91,10 +90,9 @@ class LinRegTask(Config):
 
 
 @dataclass(frozen=True)
-class RegressionPreset(Config):
+class RegressionPreset(Preset):
     """Both regression experiments: App. 14 (optional) and the linear-regression task, one and three layers."""
 
-    name: str
     app14: App14Spec | None = instance(App14Spec, factory=App14Spec, optional=True)
     task: LinRegTask = instance(LinRegTask, factory=LinRegTask)
     one_layer: dict = trains(lambda: {k: TrainConfig(lr=0.01, batch_size=64, steps=1000, m=6, optimizer="adam",
@@ -106,8 +104,8 @@ class RegressionPreset(Config):
     lengths: tuple = integers((4, 8, 12, 16, 24, 32), 1)
     alpha_lengths: float = real(0.7, 0.0, 1.0, high_open=True)
     alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.7, 0.8, 0.9), 0.0, 1.0, high_open=True)
-    l_alphas: int = integer(32, 1)
-    n_test: int = integer(1000, 1)
+    l_alphas: int = integer(32, 1)  # context length of the alpha sweep
+    n_test: int = integer(1000, 1)  # test prompts per point and seed
 
     def _check(self) -> None:
         check_trains("one_layer", self.one_layer, ONE_LAYER, min_m=self.task.d_model_input, loss="squared")
@@ -137,6 +135,7 @@ TINY = RegressionPreset(
     lengths=(4, 16), alphas=(0.0, 0.8), l_alphas=16, n_test=200)
 PRESETS = {"regression": REGRESSION, "tiny": TINY}
 DEFAULT_PRESET = "regression"
+DEFAULT_SEEDS = (0, 1, 2)
 
 
 def length_sampler(task: LinRegTask):

@@ -56,7 +56,7 @@ from ..evaluate import predict, zero_one_error
 from ..models import build_model
 from ..seeding import torch_generator
 from ..train import fit
-from .base import Result, internal, resolve_device, resolve_seeds
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = [
     "REGIMES", "COUNTS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
@@ -66,7 +66,6 @@ __all__ = [
     "validation_curve", "contrast", "claims", "verdict", "format_table", "SST2Preset", "SST2Result", "run",
 ]
 
-DEFAULT_SEEDS = (0, 1, 2)
 REGIMES = ("held-out", "confident")
 
 
@@ -732,11 +731,10 @@ def format_table(table: Table, res: dict, runs: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
-class SST2Preset(Config):
+class SST2Preset(Preset):
     """The whole SST-2 experiment: one or more regimes with their tables, PCA sizes of App. Table 5,
     the kept fractions of the filter's margin curve."""
 
-    name: str
     regimes: Tuple[Regime, ...] = ()
     pca_ks: Tuple[int, ...] = integers(PCA_KS, 1)
     keeps: Tuple[float, ...] = reals(KEEPS, 0.0, 1.0, low_open=True)
@@ -757,6 +755,7 @@ FULL_PRESET = SST2Preset(name="full", regimes=(
     Regime("confident", DEFINITIONS["confident"], CONFIDENT, ALL_TABLES)))
 PRESETS = {"paper": PAPER_PRESET, "full": FULL_PRESET}
 DEFAULT_PRESET = "paper"
+DEFAULT_SEEDS = (0, 1, 2)
 
 
 def _key(k) -> str:

@@ -19,40 +19,33 @@ from typing import Callable
 
 import torch
 
-from ..config import Config, check_int, integer
+from ..config import integer, integers
 from ..models import build_model
 from ..models.gated_attention import attention_scores, gate_naive, mamba_output
 from ..models.recurrence import selective_scan
 from ..seeding import torch_generator
-from .base import Result, resolve_device, resolve_seeds
+from .base import Preset, Result, resolve_device, resolve_seeds
 
 __all__ = ["TimingPreset", "FORMS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "TimingResult", "forward_forms", "time_forward_forms", "run", "mamba1_step_time"]
 
-DEFAULT_SEEDS = (0,)
 
 
 @dataclass(frozen=True)
-class TimingPreset(Config):
+class TimingPreset(Preset):
     """Prompt lengths ``ls`` (state size ``m = l + 1``, Section 2), data dimension, batch, repeats, threads."""
 
-    name: str
-    ls: tuple = (20, 200, 2000)
-    d: int = integer(30, 1)
-    batch: int = integer(1, 1)
-    repeats: int = integer(5, 1)
-    threads: int = integer(1, 1)
-
-    def _check(self) -> None:
-        if not self.ls:
-            raise ValueError("ls must hold at least one prompt length")
-        for i, l in enumerate(self.ls):
-            check_int(f"ls[{i}]", l, 1)
+    ls: tuple = integers((20, 200, 2000), 1)
+    d: int = integer(30, 1)  # data dimension; tokens have d + 1 entries
+    batch: int = integer(1, 1)  # prompts per call
+    repeats: int = integer(5, 1)  # timed calls per form and length (the median is reported)
+    threads: int = integer(1, 1)  # torch threads while timing
 
 
 FORMS = TimingPreset(name="forms")
 PRESETS = {"forms": FORMS}
 DEFAULT_PRESET = "forms"
+DEFAULT_SEEDS = (0,)
 
 
 @dataclass

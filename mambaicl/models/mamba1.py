@@ -34,6 +34,8 @@ import torch.nn.functional as F_
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from .shapes import check_shapes
+
 __all__ = [
     "selective_scan_s6_seq",
     "selective_scan_s6",
@@ -46,16 +48,8 @@ __all__ = [
 
 
 def _check_s6(x, delta, A, B, C, D) -> None:
-    if x.dim() != 3 or delta.shape != x.shape:
-        raise ValueError(f"x and delta must both have shape (batch, L, E); got {tuple(x.shape)}, {tuple(delta.shape)}")
-    E = x.shape[-1]
-    if A.dim() != 2 or A.shape[0] != E:
-        raise ValueError(f"A must have shape (E, N) with E = {E}; got {tuple(A.shape)}")
-    N = A.shape[1]
-    if B.shape != (*x.shape[:2], N) or C.shape != B.shape:
-        raise ValueError(f"B and C must have shape (batch, L, N) = {(*x.shape[:2], N)}; got {tuple(B.shape)}, {tuple(C.shape)}")
-    if D.shape != (E,):
-        raise ValueError(f"D must have shape (E,) = ({E},); got {tuple(D.shape)}")
+    check_shapes(x=(x, "batch L E"), delta=(delta, "batch L E"), A=(A, "E N"), B=(B, "batch L N"),
+                 C=(C, "batch L N"), D=(D, "E"))
 
 
 def selective_scan_s6_seq(x, delta, A, B, C, D) -> torch.Tensor:

@@ -25,19 +25,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F_
 
+from .shapes import check_shapes
+
 __all__ = ["discretize", "selective_scan", "selective_scan_closed_form"]
 
 
 def _check_scan_shapes(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor) -> None:
-    if P.dim() != 3:
-        raise ValueError(f"P must have shape (batch, L, d0); got a tensor with {P.dim()} dimensions")
-    d0 = P.shape[-1]
-    if W_B.dim() != 2 or W_B.shape[1] != d0:
-        raise ValueError(f"W_B must have shape (m, d0) with d0 = {d0}; got {tuple(W_B.shape)}")
-    if W_C.shape != W_B.shape:
-        raise ValueError(f"W_C must have the same shape as W_B {tuple(W_B.shape)}; got {tuple(W_C.shape)}")
-    if W.shape != (d0, d0):
-        raise ValueError(f"W must have shape (d0, d0) = ({d0}, {d0}); got {tuple(W.shape)}")
+    check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"), W_C=(W_C, "m d0"), W=(W, "d0 d0"))
 
 
 def discretize(u: torch.Tensor, W_B: torch.Tensor, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -18,27 +18,18 @@ from .style import LABELS, PALETTE
 __all__ = ["FAMILY_STYLE", "FAMILY_LABELS", "MODEL_KEYS", "plot_phase_diagram", "plot_boundary_vs_ratio", "plot_boundary_vs_length",
            "plot_family_errors", "plot_family_gates", "plot_multiclass", "plot_regression_curve"]
 
-#: family -> (palette key, line style, marker)
+#: family -> (palette key, line style, marker, legend label)
 FAMILY_STYLE = {
-    "mamba": ("mamba", "-", "o"),
-    "mamba2": ("mamba_merged", "-", "s"),
-    "mamba2_app12": ("mamba_merged", "--", "s"),
-    "gated_retention": ("softmax", "--", "^"),
-    "retnet": ("oracle", ":", "v"),
-    "gla": ("mamba1", "--", "D"),
-    "gla_app12": ("mamba1", "-", "D"),
-    "none": ("linear", "-", "x"),
+    "mamba": ("mamba", "-", "o", "Mamba (Eq. 3)"),
+    "mamba2": ("mamba_merged", "-", "s", "Mamba-2 (with $\\Delta_i$ on the input)"),
+    "mamba2_app12": ("mamba_merged", "--", "s", "Mamba-2 as in App. 12"),
+    "gated_retention": ("softmax", "--", "^", "gated retention"),
+    "retnet": ("oracle", ":", "v", "RetNet (fixed $\\gamma$)"),
+    "gla": ("mamba1", "--", "D", "GLA (recurrence)"),
+    "gla_app12": ("mamba1", "-", "D", "GLA as in App. 12 (own key gate)"),
+    "none": ("linear", "-", "x", "no gate (linear Transformer)"),
 }
-FAMILY_LABELS = {
-    "mamba": "Mamba (Eq. 3)",
-    "mamba2": "Mamba-2 (with $\\Delta_i$ on the input)",
-    "mamba2_app12": "Mamba-2 as in App. 12",
-    "gated_retention": "gated retention",
-    "retnet": "RetNet (fixed $\\gamma$)",
-    "gla": "GLA (recurrence)",
-    "gla_app12": "GLA as in App. 12 (own key gate)",
-    "none": "no gate (linear Transformer)",
-}
+FAMILY_LABELS = {family: style[3] for family, style in FAMILY_STYLE.items()}
 #: result keys of the regression experiment -> (palette key, line style, label)
 MODEL_KEYS = {
     "one_layer/mamba": ("mamba", "-", "Mamba, 1 layer"),
@@ -127,7 +118,7 @@ def plot_family_errors(ax, result, families=None):
     """Figure 2 (rule A) for every gate family: error against alpha with a +-1 SE band over seeds."""
     alphas = np.asarray(result.alphas, dtype=float)
     for fam in families or result.families:
-        key, ls, marker = FAMILY_STYLE[fam]
+        key, ls, marker, _ = FAMILY_STYLE[fam]
         mean, se = np.asarray(result.errors[fam]), np.asarray(result.errors_se[fam])
         ax.plot(alphas, mean, color=PALETTE[key], ls=ls, marker=marker, ms=4, label=FAMILY_LABELS[fam])
         ax.fill_between(alphas, mean - se, mean + se, color=PALETTE[key], alpha=0.15, lw=0)

@@ -33,9 +33,10 @@ _PALETTE_KEY = {"mamba": "mamba", "mamba_merged": "mamba_merged", "linear_transf
 
 def palette_key(key: str) -> str:
     """The palette key of a results.json model key (``"linear_transformer"`` -> ``"linear"``)."""
-    if key not in _PALETTE_KEY:
-        raise ValueError(f"unknown model key {key!r}; expected one of {sorted(_PALETTE_KEY)}")
-    return _PALETTE_KEY[key]
+    try:
+        return _PALETTE_KEY[key]
+    except KeyError:
+        raise ValueError(f"unknown model key {key!r}; expected one of {sorted(_PALETTE_KEY)}") from None
 
 
 def _band(ax, x, mean, se, key, label, ls="-", marker="o"):

@@ -1,0 +1,26 @@
+"""Symbolic shape checks for the models' public functions.
+
+``check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"))`` checks each tensor against its symbols, binding a
+symbol at its first use, and raises a ``ValueError`` naming the first tensor that disagrees, the shape it
+must have (with the sizes bound so far) and the shape it has.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["check_shapes"]
+
+
+def check_shapes(**named: tuple[torch.Tensor, str]) -> dict[str, int]:
+    """Check ``name=(tensor, "sym sym ...")`` pairs in order; return the bound sizes ``{sym: size}``."""
+    sizes: dict[str, int] = {}
+    for name, (tensor, spec) in named.items():
+        symbols = spec.split()
+        ok = tensor.dim() == len(symbols)
+        if ok:
+            for sym, n in zip(symbols, tensor.shape):
+                ok = ok and sizes.setdefault(sym, int(n)) == n
+        if not ok:
+            want = ", ".join(f"{s}={sizes[s]}" if s in sizes else s for s in symbols)
+            raise ValueError(f"{name} must have shape ({want}); got {tuple(tensor.shape)}")
+    return sizes
