@@ -312,3 +312,14 @@ def test_build_model_is_the_one_factory_for_gate_families():
         build_model("retnet", 30)
     with pytest.raises(ValueError, match="gamma"):
         build_model("retnet", 30, generators=torch_generators([0], "init"), gamma=-0.5)
+
+
+def test_check_shapes_binds_symbols_and_names_the_first_mismatch():
+    from mambaicl.models.shapes import check_shapes
+
+    P, W_B = torch.zeros(2, 5, 4), torch.zeros(3, 4)
+    assert check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0")) == {"batch": 2, "L": 5, "d0": 4, "m": 3}
+    with pytest.raises(ValueError, match=r"W_C must have shape \(m=3, d0=4\); got \(3, 5\)"):
+        check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"), W_C=(torch.zeros(3, 5), "m d0"))
+    with pytest.raises(ValueError, match=r"P must have shape \(batch, L, d0\); got \(5, 4\)"):
+        check_shapes(P=(torch.zeros(5, 4), "batch L d0"))
