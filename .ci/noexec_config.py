@@ -15,5 +15,6 @@ if "execute_notebooks: cache" not in text:
 dst.parent.mkdir(parents=True, exist_ok=True)
 text = text.replace("execute_notebooks: cache", 'execute_notebooks: "off"')
 # local extensions are found relative to the config file: point them at the repository's folder
-text = text.replace("book_site: book/_ext/", f"book_site: {src.resolve().parent / 'book' / '_ext'}/")
+for ext in ("book_site", "book_execute"):
+    text = text.replace(f"{ext}: book/_ext/", f"{ext}: {src.resolve().parent / 'book' / '_ext'}/")
 dst.write_text(text)

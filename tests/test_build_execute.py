@@ -1,0 +1,111 @@
+"""The book's first build: chapters executed in parallel before Sphinx reads them; a failure is loud.
+
+A tiny Jupyter Book (two notebooks) with the book's own extension ``book/_ext/book_execute.py``
+and the book's execution settings is built with the README's command, ``jupyter-book build DIR``:
+
+* both notebooks are executed by the extension (not by MyST-NB while reading), cached, and a
+  rebuild executes nothing;
+* a cell that raises makes the command exit non-zero with a message naming the chapter, the cell
+  and what to do; no page is written for it; after the fix the next build executes it again;
+* a cell over the timeout fails the build the same way (the failure of the newcomer's Chapter 6).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("jupyter-book") is None, reason="jupyter-book is not installed")
+
+
+def _notebook(path: Path, title: str, *sources: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {title}")] + [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+
+
+def _book(tmp: Path, timeout: int = 60) -> Path:
+    """A two-chapter book using the book's extension and its `execute:` settings (timeout changed)."""
+    book = tmp / "tiny"
+    (book / "_ext").mkdir(parents=True)
+    shutil.copy(ROOT / "book" / "_ext" / "book_execute.py", book / "_ext" / "book_execute.py")
+    real = yaml.safe_load((ROOT / "_config.yml").read_text())
+    execute = dict(real["execute"], timeout=timeout)
+    config = {"title": "tiny", "only_build_toc_files": True, "execute": execute,
+              "sphinx": {"local_extensions": {"book_execute": "_ext/"}}}
+    (book / "_config.yml").write_text(yaml.safe_dump(config))
+    (book / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "intro",
+                                                   "chapters": [{"file": "one"}, {"file": "two"}]}))
+    (book / "intro.md").write_text("# Intro\n")
+    _notebook(book / "one.ipynb", "One", "x = 21\nprint(2 * x)")
+    _notebook(book / "two.ipynb", "Two", "import os\nprint('build env:', os.environ.get('MAMBAICL_BOOK_BUILD'))")
+    return book
+
+
+def _build(book: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["jupyter-book", "build", str(book)], capture_output=True, text=True, timeout=600)
+
+
+def _page(book: Path, name: str) -> str:
+    return (book / "_build" / "html" / f"{name}.html").read_text()
+
+
+def test_chapters_execute_in_parallel_before_reading_and_a_rebuild_executes_nothing(tmp_path):
+    book = _book(tmp_path)
+    first = _build(book)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    log = first.stdout + first.stderr
+    assert "[book_execute] executing 2 chapter(s)" in log
+    assert "executed one.ipynb" in log and "executed two.ipynb" in log
+    assert "Executing notebook using" not in log  # MyST-NB found both in the cache
+    assert "42" in _page(book, "one")
+    assert "build env: 1" in _page(book, "two")  # the kernel saw MAMBAICL_BOOK_BUILD=1
+    again = _build(book)
+    assert again.returncode == 0
+    assert "nothing to execute" in again.stdout + again.stderr
+
+
+def test_a_failing_cell_fails_the_build_naming_the_chapter_and_the_next_build_executes_it_again(tmp_path):
+    book = _book(tmp_path)
+    _notebook(book / "two.ipynb", "Two", "y = 1", "raise RuntimeError('the data folder is missing')")
+    failed = _build(book)
+    log = failed.stdout + failed.stderr
+    assert failed.returncode != 0, log[-3000:]
+    assert "chapter two.ipynb failed to execute" in log
+    assert "RuntimeError" in log and "cell 2" in log and "What to do" in log
+    assert not (book / "_build" / "html" / "two.html").exists()  # no page with a traceback
+    _notebook(book / "two.ipynb", "Two", "y = 1", "print('fixed', y)")
+    fixed = _build(book)
+    log = fixed.stdout + fixed.stderr
+    assert fixed.returncode == 0, log[-3000:]
+    assert "executed two.ipynb" in log and "executed one.ipynb" not in log  # one.ipynb stayed cached
+    assert "fixed 1" in _page(book, "two")
+
+
+def test_a_cell_over_the_timeout_fails_the_build(tmp_path):
+    book = _book(tmp_path, timeout=3)
+    _notebook(book / "one.ipynb", "One", "import time\ntime.sleep(30)")
+    failed = _build(book)
+    log = failed.stdout + failed.stderr
+    assert failed.returncode != 0
+    assert "chapter one.ipynb failed to execute" in log and "CellTimeoutError" in log
+
+
+def test_check_build_flags_a_page_with_a_traceback(tmp_path):
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "ok.html").write_text("<p>fine</p>")
+    log = tmp_path / "build.log"
+    log.write_text("build succeeded\n")
+    run = [sys.executable, str(ROOT / ".ci" / "check_build.py"), str(log), str(html)]
+    assert subprocess.run(run, capture_output=True).returncode == 0
+    (html / "ch06.html").write_text("<pre>Traceback (most recent call last):\n KeyboardInterrupt</pre>")
+    bad = subprocess.run(run, capture_output=True, text=True)
+    assert bad.returncode == 1 and "ch06.html" in bad.stderr
