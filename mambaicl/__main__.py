@@ -63,12 +63,11 @@ def _embed_sst2(args) -> int:
 
     if args.preset not in sst2.PRESETS:
         raise _CliError(f"unknown preset {args.preset!r} for sst2; known presets: {', '.join(sorted(sst2.PRESETS))}")
-    start, cpu = time.time(), time.process_time()
-    for regime in sst2.PRESETS[args.preset].regimes:
-        print(f"embedding SST-2 for regime {regime.name!r}", flush=True)
-        feat = sst2.prepare_features(regime.data, path=args.path, cache_dir=args.cache_dir, progress=not args.quiet)
-        print(f"  {', '.join(f'{k} {v:,}' for k, v in feat.sizes.items())} sentences, {feat.seconds:.0f} s", flush=True)
-    print(f"embedding cache filled in {time.time() - start:.0f} s ({time.process_time() - cpu:.0f} s CPU)", flush=True)
+    print(f"embedding the SST-2 sentences of preset {args.preset!r} (Chapter 6)", flush=True)
+    out = sst2.fill_embedding_cache(sst2.PRESETS[args.preset], path=args.path, cache_dir=args.cache_dir,
+                                    progress=not args.quiet)
+    print(f"embedding cache filled: {out['sentences']:,} sentences needed, {out['encoded']:,} encoded now, "
+          f"in {out['seconds']:.0f} s ({out['cpu_seconds']:.0f} s CPU)", flush=True)
     return 0
 
 

@@ -7,9 +7,13 @@ page); the glued value appears where the prose cites it with ``{glue:text}`` or 
 """
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+from typing import Any, Optional, TextIO
 
-__all__ = ["glue", "GLUED"]
+__all__ = ["glue", "GLUED", "BUILD_ENV", "progress_stream"]
+
+BUILD_ENV = "MAMBAICL_BOOK_BUILD"  # set by the book's build (book/_ext/book_execute.py) for its kernels
 
 GLUED: dict[str, Any] = {}
 
@@ -23,3 +27,24 @@ def glue(name: str, value: Any, display: bool = False) -> None:
         return None
     _glue(name, value, display=display)
     return None
+
+
+def progress_stream() -> Optional[TextIO]:
+    """Where a long computation in a chapter draws its progress bar, or ``None`` for the notebook.
+
+    While the book's build executes a chapter (``$MAMBAICL_BOOK_BUILD`` set), the bar goes to the
+    terminal that runs the build and never into the stored page: the kernel's ``sys.stderr`` is
+    captured into the notebook, but ``sys.stderr.fileno()`` is ipykernel's copy of the original
+    standard error, i.e. the terminal. Elsewhere (Jupyter, Colab, a script) ``None``: the caller
+    shows its usual bar (``tqdm.auto``) where the reader is.
+    """
+    if not os.environ.get(BUILD_ENV):
+        return None
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # no file descriptor behind sys.stderr
+        fd = 2
+    try:
+        return open(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
+    except OSError:
+        return None

@@ -200,6 +200,8 @@ class EmbeddingCache:
         self.shard_size = shard_size
         self._encoder = None
         self._loaded: dict[str, tuple[list, torch.Tensor]] = {}  # shard file name -> (texts, emb)
+        self.requested: set[str] = set()  # every text asked for through this object
+        self.encoded = 0  # texts this object encoded (cache misses)
 
     def shards(self) -> list[Path]:
         """The shard files currently in the cache folder, sorted by name."""
@@ -255,19 +257,29 @@ class EmbeddingCache:
     def __len__(self) -> int:
         return len(self._read())
 
-    def embed(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> torch.Tensor:
+    def embed(self, texts: Sequence[str], batch_size: int = 64, progress=False) -> torch.Tensor:
         """Embeddings of ``texts``, ``(n, D)`` float32; encodes and stores only the missing ones.
 
-        ``progress`` shows one bar over the texts still to encode (nothing when the cache is warm).
+        ``progress`` shows one bar over the texts still to encode (nothing when the cache is warm):
+        ``True`` where the reader is (``tqdm.auto``), or a text stream (e.g. the terminal, see
+        :func:`mambaicl.notebook.progress_stream`) to draw a plain text bar on.
         """
-        from tqdm.auto import tqdm
-
         index = self._read()
+        self.requested.update(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in index))
+        self.encoded += len(missing)
         if missing:
             if self._encoder is None:
                 self._encoder = self.loader()
-            with tqdm(total=len(missing), desc="embedding", unit="sentence", disable=not progress) as bar:
+            if hasattr(progress, "write"):
+                from tqdm.std import tqdm
+
+                bar_kw = {"file": progress, "mininterval": 2.0, "ascii": True}
+            else:
+                from tqdm.auto import tqdm
+
+                bar_kw = {"disable": not progress}
+            with tqdm(total=len(missing), desc="embedding SST-2", unit="sentence", **bar_kw) as bar:
                 for start in range(0, len(missing), self.shard_size):
                     chunk = missing[start : start + self.shard_size]
                     emb = self._encoder.encode(chunk, batch_size=batch_size, progress=False)  # (k, D)
