@@ -77,3 +77,18 @@ def test_write_into_a_missing_folder_and_bad_out_dirs(tmp_path):
 
 def test_json_text_is_sorted_and_stable():
     assert json_text({"b": 1, "a": [1.5, 2]}) == '{\n "a": [\n  1.5,\n  2\n ],\n "b": 1\n}\n'
+
+
+def test_progress_stream_is_the_terminal_only_during_a_build(monkeypatch, capfd):
+    """Outside the book's build a chapter shows its usual bar (None); during it, a text stream on the
+    process's standard error (in a kernel: ipykernel's copy of the terminal's stderr, not the page)."""
+    from mambaicl.notebook import BUILD_ENV, progress_stream
+
+    monkeypatch.delenv(BUILD_ENV, raising=False)
+    assert progress_stream() is None
+    monkeypatch.setenv(BUILD_ENV, "1")
+    stream = progress_stream()
+    assert stream is not None
+    stream.write("embedding 10/10\n")
+    stream.close()
+    assert "embedding 10/10" in capfd.readouterr().err

@@ -301,3 +301,37 @@ def test_cli_embed_sst2_fills_the_cache_once(made_up, monkeypatch, capsys):
     assert main(["embed-sst2", "--path", str(folder / "missing")]) == 2
     assert "SST-2 directory not found" in capsys.readouterr().err
     assert main(["embed-sst2", "--preset", "nope"]) == 2
+
+
+def test_confident_regime_scores_at_most_n_scored_rows_and_embeds_only_what_it_uses(made_up):
+    """n_scored caps the rows the filter probe reads (the first ones after the probe rows, in the data
+    seed's order); the validation sentences and their twins are embedded only with_val=True."""
+    folder, enc = made_up
+    full = X._split(TINY_CONFIDENT, folder)
+    capped_cfg = dataclasses.replace(TINY_CONFIDENT, n_scored=150)
+    capped = X._split(capped_cfg, folder)
+    assert len(full["scored"]) > 150 and capped["scored"] == full["scored"][:150]
+    assert capped["probe"] == full["probe"] and capped["reserved"] == full["reserved"]
+    feat = X.prepare_features(capped_cfg, path=folder)
+    assert feat.filter["n_scored"] == 150 and feat.val is None and feat.sizes["val"] == 20
+    used = enc.calls
+    with_val = X.prepare_features(capped_cfg, path=folder, with_val=True)
+    assert enc.calls > used  # the validation twins were not in the cache: they were never embedded before
+    assert with_val.val.x.shape == (20, 6)
+    assert torch.equal(with_val.train.x, feat.train.x) and torch.equal(with_val.test.x, feat.test.x)
+    with pytest.raises(ValueError, match="with_val=True"):
+        X.validation_curve(TINY_RUNS[0], feat, capped_cfg)
+    with pytest.raises(ValueError, match="^n_scored must"):
+        dataclasses.replace(TINY_CONFIDENT, n_scored=10)
+
+
+def test_fill_embedding_cache_counts_distinct_sentences_and_encodes_each_once(made_up, tmp_path):
+    folder, enc = made_up
+    first = X.fill_embedding_cache(TINY_PRESET, path=folder, progress=False)
+    cache_files = sorted((tmp_path / "cache").rglob("shard-*.pt"))
+    from mambaicl.data.encoders import EmbeddingCache
+
+    stored = len(EmbeddingCache("words@1", lambda: enc, tmp_path / "cache"))
+    assert first["sentences"] == first["encoded"] == stored == enc.calls > 0 and cache_files
+    second = X.fill_embedding_cache(TINY_PRESET, path=folder, progress=False)
+    assert second["sentences"] == first["sentences"] and second["encoded"] == 0 and enc.calls == stored

@@ -61,7 +61,7 @@ from .base import Preset, Result, internal, resolve_device, resolve_seeds
 __all__ = [
     "REGIMES", "COUNTS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
     "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
-    "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "margin_curve",
+    "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "fill_embedding_cache", "margin_curve",
     "probe_ceilings", "pca_table", "train_run", "accuracy", "oracle_accuracy", "run_table", "memorisation",
     "validation_curve", "contrast", "claims", "verdict", "format_table", "SST2Preset", "SST2Result", "run",
 ]
@@ -79,10 +79,14 @@ class SST2Data(Config):
 
     ``regime="confident"``: ``n_reserved`` *maximal* training sentences (full sentences, not a phrase
     of another row) are set aside as test candidates, and every row that is a phrase of one of them
-    is dropped; the filter probe is fit on ``n_probe`` of the remaining rows; of the others the
-    fraction ``keep`` read with the largest margin forms the training pool (``n_val`` of it for
-    validation, at most ``n_train`` for training prompts), and the candidates above the same margin
-    threshold form the test pool.
+    is dropped; the filter probe is fit on ``n_probe`` of the remaining rows; of the next ``n_scored``
+    (``None``: all the others) the fraction ``keep`` read with the largest margin forms the training
+    pool (``n_val`` of it for validation, at most ``n_train`` for training prompts), and the candidates
+    above the same margin threshold form the test pool.
+
+    Validation sentences (``n_val``) are carved from ``train.tsv`` for choosing step sizes
+    (:func:`validation_curve`); the chapter's experiment does not read them, so they are embedded only
+    when asked for (``prepare_features(..., with_val=True)``).
     """
 
     regime: str = choice("held-out", REGIMES)
@@ -92,6 +96,7 @@ class SST2Data(Config):
     n_test: Optional[int] = integer(None, 10, optional=True)  # held-out: dev rows used (None: all 872)
     n_reserved: int = integer(2500, 10)  # confident: maximal training sentences set aside as test candidates
     n_probe: int = integer(8000, 10)  # confident: rows the filter probe is fit on (then set aside)
+    n_scored: Optional[int] = integer(None, 100, optional=True)  # confident: rows the probe scores (None: all the rest)
     keep: float = real(1.0, 0.0, 1.0, low_open=True)  # confident: fraction of the scored rows kept, by margin
     # test prompts: Eq. (5) draws, "fixed" round(alpha l) or "balanced" floor/ceil (mean alpha l)
     count: str = choice("binomial", COUNTS)
@@ -190,7 +195,14 @@ CURRICULUM = Table("App. 8.1 curriculum", (dataclasses.replace(_MAMBA, name="mam
                    alphas=(0.75,), paper=PAPER["curriculum"])
 
 HELD_OUT = SST2Data()
-CONFIDENT = SST2Data(regime="confident", n_train=None, keep=0.2, count="balanced")
+# Confident regime: the filter probe is fit on 8,000 rows and scores the next 5,000; the 20 % it reads with
+# the largest margin (1,000 sentences) form the training pool (200 of them set aside for validation).
+# Scoring every remaining row (about 33,000) gave a training pool of 5,600 sentences but cost about ten
+# CPU-minutes of float64 embedding on a cold cache, more than the rest of the book together, so a first
+# build could not finish in 10 minutes on 2 cores. With these sizes the probe ceilings stay at 97 % and
+# the whole chapter embeds about 21,000 sentences (book/exec_stats.md gives the time).
+CONFIDENT = SST2Data(regime="confident", n_train=None, keep=0.2, count="balanced", n_probe=8000, n_scored=5000,
+                     n_val=200)
 DATA = HELD_OUT
 
 
@@ -230,7 +242,7 @@ class SST2Features:
     raw embeddings, the PCA, and what the filter did (``filter``; regime ``"confident"`` only)."""
 
     train: EmbeddedPool
-    val: EmbeddedPool
+    val: Optional[EmbeddedPool]  # None unless prepare_features(..., with_val=True)
     test: EmbeddedPool
     emb_train: torch.Tensor  # (n_train, D) clean embeddings
     emb_test: torch.Tensor  # (n_test, D)
@@ -285,20 +297,22 @@ def _split(cfg: SST2Data, path=None) -> dict:
     rest = [i for i, bad in zip(others, leak) if not bad]
     if cfg.n_probe + 100 > len(rest):
         raise ValueError(f"n_probe must leave at least 100 rows to score; {len(rest)} rows remain, got {cfg.n_probe}")
-    out.update(reserved=reserved, probe=rest[: cfg.n_probe], scored=rest[cfg.n_probe:], dropped=len(others) - len(rest))
+    scored = rest[cfg.n_probe:] if cfg.n_scored is None else rest[cfg.n_probe:cfg.n_probe + cfg.n_scored]
+    out.update(reserved=reserved, probe=rest[: cfg.n_probe], scored=scored, dropped=len(others) - len(rest))
     return out
 
 
-def texts_to_embed(cfg: SST2Data, path=None, *, split: Optional[dict] = None) -> List[str]:
-    """Every sentence (and poisoned twin) :func:`prepare_features` embeds for ``cfg``, in order.
+def texts_to_embed(cfg: SST2Data, path=None, *, split: Optional[dict] = None, with_val: bool = False) -> List[str]:
+    """The sentences :func:`prepare_features` embeds first for ``cfg``, in order.
 
-    The confident regime embeds the clean text of every row it scores and the twins of every row it
-    may keep: the kept rows are only known after the probe has read them.
+    Held-out: every sentence and poisoned twin of its pools (validation ones only ``with_val``).
+    Confident: the clean text of every row the filter reads (reserved, probe, scored, dev); the
+    twins of the kept rows follow once the probe has read them.
     """
     sp = split or _split(cfg, path)
     rows, twins = sp["rows"], sp["twins"]
     if cfg.regime == "held-out":
-        idx = sp["train"] + sp["val"]
+        idx = sp["train"] + (sp["val"] if with_val else [])
         return ([rows[i][0] for i in idx] + [twins[i] for i in idx] + [s for s, _ in sp["dev"]] + sp["dev_twins"])
     idx = sp["reserved"] + sp["probe"] + sp["scored"]
     return [rows[i][0] for i in idx] + [s for s, _ in sp["dev"]]
@@ -311,16 +325,19 @@ def _keep_threshold(margin: torch.Tensor, keep: float) -> float:
 
 
 def prepare_features(cfg: SST2Data = HELD_OUT, *, path=None, cache_dir=None, device=None,
-                     progress: bool = False) -> SST2Features:
+                     progress=False, with_val: bool = False, cache=None) -> SST2Features:
     """Load SST-2, split it by ``cfg.regime``, poison, embed (cached), filter, project to ``d`` PCA features.
 
     The PCA is fitted on the training sentences and their poisoned twins together, so that the
-    direction the phrase adds is kept; features are scaled to unit variance per coordinate.
+    direction the phrase adds is kept; features are scaled to unit variance per coordinate. The
+    validation pool (``n_val`` sentences for :func:`validation_curve`) is embedded only ``with_val``;
+    otherwise ``val`` is ``None`` (nothing else depends on it). ``cache``: an
+    :class:`~mambaicl.data.encoders.EmbeddingCache` to use (default: the encoder's cache in ``cache_dir``).
     """
     t0 = time.perf_counter()
     sp = _split(cfg, path)
     rows, twins, dev, dev_twins = sp["rows"], sp["twins"], sp["dev"], sp["dev_twins"]
-    cache = embedding_cache(cfg.encoder, cache_dir=cache_dir, device=device)
+    cache = cache if cache is not None else embedding_cache(cfg.encoder, cache_dir=cache_dir, device=device)
     sentences = [s for s, _ in rows]
     s_rows = _sentiment([y for _, y in rows])
     s_dev = _sentiment([y for _, y in dev])
@@ -350,7 +367,7 @@ def prepare_features(cfg: SST2Data = HELD_OUT, *, path=None, cache_dir=None, dev
         texts["test"], labels["test"] = ([s for s, _ in dev], dev_twins), s_dev
     else:
         texts["test"], labels["test"] = ([sentences[i] for i in test], [twins[i] for i in test]), s_rows[test]
-    order = ("train", "val", "test")
+    order = ("train", "val", "test") if with_val else ("train", "test")
     flat = [t for k in order for t in texts[k][0] + texts[k][1]]
     emb = cache.embed(flat, progress=progress)  # (sum 2 n_k, D)
     parts = torch.split(emb, [2 * len(texts[k][0]) for k in order])
@@ -358,9 +375,33 @@ def prepare_features(cfg: SST2Data = HELD_OUT, *, path=None, cache_dir=None, dev
     bond = {k: p[len(texts[k][0]):] for k, p in zip(order, parts)}
     pca = fit_pca(torch.cat([clean["train"], bond["train"]]), cfg.d, unit_variance=True)
     pool = {k: EmbeddedPool(pca.transform(clean[k]).float(), pca.transform(bond[k]).float(), labels[k]) for k in order}
-    return SST2Features(train=pool["train"], val=pool["val"], test=pool["test"], emb_train=clean["train"],
+    return SST2Features(train=pool["train"], val=pool.get("val"), test=pool["test"], emb_train=clean["train"],
                         emb_test=clean["test"], pca=pca, examples={k: (texts[k][0][0], texts[k][1][0]) for k in order},
-                        sizes={k: len(texts[k][0]) for k in order}, filter=filt, seconds=time.perf_counter() - t0)
+                        sizes={k: len(texts[k][0]) for k in ("train", "val", "test")}, filter=filt,
+                        seconds=time.perf_counter() - t0)
+
+
+def fill_embedding_cache(preset: "SST2Preset" = None, *, path=None, cache_dir=None, device=None,
+                         progress=True) -> Dict[str, object]:
+    """Embed every sentence (and poisoned twin) that :func:`run` needs for ``preset``, into the cache.
+
+    Chapter 6 calls this in a cell of its own before the experiment, so that a cold cache is filled
+    (with a progress bar: ``True`` in the notebook, or a text stream such as the terminal of the
+    book's build) and the experiment's cells then only read it; ``python -m mambaicl embed-sst2``
+    calls it too. Returns ``{"sentences": distinct sentences needed, "encoded": how many of them were
+    encoded now (the rest came from the cache), "seconds": wall, "cpu_seconds": process CPU}``.
+    """
+    preset = PAPER_PRESET if preset is None else preset
+    t0, c0 = time.perf_counter(), time.process_time()
+    caches = {}
+    for regime in preset.regimes:
+        enc = regime.data.encoder
+        if enc not in caches:
+            caches[enc] = embedding_cache(enc, cache_dir=cache_dir, device=device)
+        prepare_features(regime.data, path=path, device=device, progress=progress, cache=caches[enc])
+    return {"sentences": sum(len(c.requested) for c in caches.values()),
+            "encoded": sum(c.encoded for c in caches.values()),
+            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
 
 
 def _hit_rate(margin: torch.Tensor, s: torch.Tensor) -> float:
@@ -566,6 +607,8 @@ def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-
     "best_loss"}}``; the chosen setting is the ``lr`` with the lowest ``best_loss``, trained for its
     ``best_step`` steps.
     """
+    if feat.val is None:
+        raise ValueError("validation_curve needs the validation pool: prepare_features(cfg, with_val=True)")
     a = run.p_a if alpha is None else alpha
     val = sst2_prompts(feat.val, n_prompts, l=cfg.l, alpha=a, placement="R", rule="random",
                        generator=torch_generator(seed, "validation"))
