@@ -126,6 +126,9 @@ def _write_downloads(app, exception) -> None:
     if exception is not None or app.builder.name != "html":
         return
     out = Path(app.outdir)
+    # Sphinx 7.4 does not overwrite a static file already in the output: keep the style current
+    for css in _STATIC.glob("*.css"):
+        shutil.copyfile(css, out / "_static" / css.name)
     docs = [d for d in app.env.found_docs if Path(app.env.doc2path(d)).suffix == ".ipynb"]
     notebooks = sorted(Path(app.env.doc2path(d)) for d in docs)
     pairs = {d: _myst_pair(app, d) for d in docs}
