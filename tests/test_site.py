@@ -365,6 +365,19 @@ def test_downloads_offered():
         problems.append(f"the intro links no existing PDF of the book ({pdfs}): run .ci/build-pdf after the build")
     elif (intro.parent / pdfs[0]).resolve().read_bytes()[:5] != b"%PDF-":
         problems.append(f"{pdfs[0]} is not a PDF")
+    elif shutil.which("pdftotext"):  # poppler-utils: the PDF holds the whole book, every chapter's figures
+        import subprocess
+
+        text = subprocess.run(["pdftotext", str((intro.parent / pdfs[0]).resolve()), "-"], capture_output=True,
+                              text=True, check=True).stdout
+        numbered = sorted(int(m) for m in set(re.findall(r'class="caption-number">Fig\. (\d+)\.1 ',
+                                                          "".join(p.read_text(encoding="utf-8") for p in chapters))))
+        for n in numbered:
+            if f"Fig. {n}.1 " not in text:
+                problems.append(f"the book's PDF lacks Chapter {n}'s first figure (Fig. {n}.1)")
+        for title in ("Results at a glance", "Notation and conventions", "Conclusion", "Bibliography"):
+            if title not in text:
+                problems.append(f"the book's PDF lacks {title!r}")
     if not zips or not (intro.parent / zips[0]).resolve().is_file():
         problems.append(f"the intro links no existing archive of the notebooks ({zips})")
     else:
