@@ -271,7 +271,8 @@ def _check_link(rel: str, page_path: Path, href: str) -> list[str]:
     if target.is_dir():
         target = target / "index.html"
     if not target.exists():
-        return [f"{rel}: link to a missing page: {href}"]
+        hint = " (the book's PDF: run .ci/build-pdf after building the site)" if target.suffix == ".pdf" else ""
+        return [f"{rel}: link to a missing page: {href}{hint}"]
     if parsed.fragment and target.suffix == ".html" and unquote(parsed.fragment) not in _ids(target):
         return [f"{rel}: link to a missing anchor: {href}"]
     return []
@@ -290,6 +291,37 @@ def test_every_page_renders_offline(browser, server):
         shots = {p.name for p in (SHOTS / mode).glob("*.png")}
         missing = [p for p in rendered if _shot_name(p.relative_to(SITE).as_posix()) not in shots]
         assert not missing, f"no {mode}-mode screenshot of {missing}"
+
+
+def test_readability_checks_catch_dark_on_dark(browser):
+    """The dark-mode checks are not vacuous: a transparent figure with black ink and grey text on a dark
+    page fail them; the same figure on a white card, and light text, pass."""
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1], color="black")
+    ax.set_title("black ink")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", transparent=True, dpi=80)
+    plt.close(fig)
+    uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    page = browser.new_page()
+    for card, readable in (("transparent", False), ("#fff", True)):
+        page.set_content(f'<body style="background:#121212;color:#ccc"><article>'
+                         f'<figure><img src="{uri}" style="background:{card}"><figcaption>caption</figcaption>'
+                         f'</figure><table><tr><td style="color:#333">dark text</td></tr></table></article></body>')
+        page.wait_for_function("() => Array.from(document.images).every(i => i.complete)")
+        images = page.evaluate(IMAGES_READABLE_JS, MIN_IMAGE_CONTRAST)
+        assert len(images) == 1 and images[0]["ok"] is readable, images
+        bad = page.evaluate(TEXT_CONTRAST_JS, MIN_TEXT_CONTRAST)
+        assert [b["text"] for b in bad] == ["dark text"], bad  # the caption (#ccc on #121212) is readable
+    page.close()
 
 
 def test_chapter5_explorer_moves_without_a_kernel(browser, server):

@@ -90,7 +90,7 @@ def _readme(app, notebooks: list[Path]) -> str:
     repo = (app.config.html_theme_options or {}).get("repository_url") or "https://github.com/mambaicl/mambaicl"
     pkg = f"git+{repo.rstrip('/')}"  # as the chapters' own install cell says
     lines = [
-        f"# {app.config.html_title or app.config.project}: the notebooks",
+        f"# The notebooks of \"{app.config.html_title or app.config.project}\"",
         "",
         "Every chapter of the book as a Jupyter notebook, with the outputs the book shows",
         "(`myst/` holds the same chapters as MyST Markdown, their jupytext pairs).",
