@@ -167,7 +167,9 @@ IMAGES_READABLE_JS = "(minimum) => {" + COLOR_LIB_JS + r"""
     const w = Math.max(1, Math.round(img.naturalWidth * scale)), h = Math.max(1, Math.round(img.naturalHeight * scale));
     const canvas = document.createElement('canvas'); canvas.width = w; canvas.height = h;
     const ctx = canvas.getContext('2d'); ctx.drawImage(img, 0, 0, w, h);
-    let data; try { data = ctx.getImageData(0, 0, w, h).data; } catch (e) { out.push({src: img.src.slice(0, 80), error: String(e)}); return; }
+    let data;
+    try { data = ctx.getImageData(0, 0, w, h).data; }
+    catch (e) { out.push({src: img.src.slice(0, 80), error: String(e)}); return; }
     const page = background(img);
     const counts = new Map(); const px = [];
     let transparent = 0, drawn = 0, lost = 0;

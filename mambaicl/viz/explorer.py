@@ -232,9 +232,11 @@ def html_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *
     grid = frame_grid(model, pat, test, tasks, alphas=alphas, kappas=kappas, placements=placements, index=index,
                       layer=layer, n=n, seed=seed, dpi=dpi)
     axes = ("alpha", "kappa_a_prime", "placement")
-    labels = {"alpha": [f"{a:.2f}" for a in grid["alpha"]], "kappa_a_prime": [f"{k:.2f}" for k in grid["kappa_a_prime"]],
+    labels = {"alpha": [f"{a:.2f}" for a in grid["alpha"]],
+              "kappa_a_prime": [f"{k:.2f}" for k in grid["kappa_a_prime"]],
               "placement": [PLACEMENT_NAMES[p] for p in grid["placement"]]}
-    start = (grid["alpha"].index(round(float(test.alpha), 6)), grid["kappa_a_prime"].index(round(float(test.kappa_a_prime), 6)),
+    start = (grid["alpha"].index(round(float(test.alpha), 6)),
+             grid["kappa_a_prime"].index(round(float(test.kappa_a_prime), 6)),
              grid["placement"].index(test.placement))
     frames = {",".join(map(str, key)): base64.b64encode(png).decode("ascii") for key, png in grid["frames"].items()}
     uid = "mx-" + hashlib.sha1("".join(frames[k] for k in sorted(frames)).encode()).hexdigest()[:10]
