@@ -11,11 +11,18 @@ Glossary (code name -> paper symbol):
 
 :func:`draw` makes the figure; :func:`make_explorer` wraps it in ``ipywidgets`` sliders that
 redraw it live (Jupyter, Colab); :func:`static_explorer` draws it once with the explorer's
-defaults, which is what the built HTML book shows.
+defaults; :func:`html_explorer` renders a small grid of frames (alpha x kappa_a' x placement) to
+PNG and returns an HTML snippet whose plain HTML/JavaScript controls switch between them, which
+is what the built HTML book shows: it needs no kernel and no network.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
+import html
+import io
+import json
 
 import matplotlib.pyplot as plt
 import torch
@@ -29,7 +36,13 @@ from ..seeding import torch_generator
 from .figures import gate_legend, integer_ticks
 from .style import PALETTE
 
-__all__ = ["defaults", "draw", "static_explorer", "make_explorer"]
+__all__ = ["defaults", "draw", "static_explorer", "make_explorer", "frame_grid", "html_explorer"]
+
+#: The grid of the kernel-free explorer (the test setting's own values are added to it).
+GRID_ALPHAS = (0.0, 0.3, 0.6, 0.8)
+GRID_KAPPAS = (0.5, 2.0)
+PLACEMENTS = ("random", "far", "close")
+PLACEMENT_NAMES = {"random": "random (R)", "far": "far from the query (FQ)", "close": "close to the query (CQ)"}
 
 
 def defaults(test: TestConfig) -> dict:
@@ -126,3 +139,125 @@ def make_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *
         c.observe(redraw, names="value")
     redraw()
     return W.VBox([W.HBox(list(controls.values())[:2]), W.HBox(list(controls.values())[2:]), out])
+
+
+def _axis(values, default) -> tuple:
+    """Sorted unique floats of ``values`` plus ``default`` (so the first frame is the explorer's default)."""
+    return tuple(sorted({round(float(v), 6) for v in (*values, default)}))
+
+
+def frame_grid(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alphas=GRID_ALPHAS,
+               kappas=GRID_KAPPAS, placements=PLACEMENTS, index: int = 0, layer: int = 0, n: int = 32,
+               seed: int = 0, dpi: int = 90) -> dict:
+    """Every frame of the grid ``alphas x kappas x placements`` as PNG bytes.
+
+    ``test``'s own alpha and kappa_a' are added to the grids, so the grid contains the explorer's
+    first frame (:func:`defaults`). Each frame is :func:`draw` of prompt ``index`` at that setting.
+
+    Returns:
+        ``{"alpha": (...), "kappa_a_prime": (...), "placement": (...), "frames": {(a, k, p): png}}``
+        with ``a``, ``k``, ``p`` indices into the three axes.
+    """
+    unknown = set(placements) - set(PLACEMENTS)
+    if unknown or not placements:
+        raise ValueError(f"placements must be a non-empty subset of {PLACEMENTS}; got {tuple(placements)!r}")
+    if test.placement not in placements:
+        placements = (test.placement, *placements)
+    grid = {"alpha": _axis(alphas, test.alpha), "kappa_a_prime": _axis(kappas, test.kappa_a_prime),
+            "placement": tuple(placements), "frames": {}}
+    fig = plt.figure(figsize=(8, 4.6))
+    try:
+        for a, alpha in enumerate(grid["alpha"]):
+            for k, kappa in enumerate(grid["kappa_a_prime"]):
+                for p, placement in enumerate(grid["placement"]):
+                    draw(model, pat, test, tasks, alpha=alpha, kappa_a_prime=kappa, placement=placement,
+                         index=index, layer=layer, n=n, seed=seed, fig=fig)
+                    buf = io.BytesIO()
+                    # white, opaque frames: readable on the site's light and dark backgrounds alike
+                    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
+                    grid["frames"][(a, k, p)] = _quantize(buf.getvalue())
+    finally:
+        plt.close(fig)
+    return grid
+
+
+def _quantize(png: bytes) -> bytes:
+    """The PNG with an adaptive 256-colour palette (a third of the size; the bars' colours are exact)."""
+    try:
+        from PIL import Image
+    except ImportError:  # Pillow comes with matplotlib; keep the full-colour PNG otherwise
+        return png
+    im = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    im.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+_JS = """(function () {
+  var root = document.getElementById(%(uid)s);
+  var data = JSON.parse(root.querySelector('script.mx-frames').textContent);
+  var img = root.querySelector('img.mx-frame');
+  var inputs = root.querySelectorAll('[data-axis]');
+  function update() {
+    var key = [];
+    inputs.forEach(function (el) {
+      var i = parseInt(el.value, 10);
+      key.push(i);
+      var out = root.querySelector('output[data-for="' + el.dataset.axis + '"]');
+      if (out) { out.textContent = data.labels[el.dataset.axis][i]; }
+    });
+    img.src = 'data:image/png;base64,' + data.frames[key.join(',')];
+    img.alt = data.alt + ' ' + key.map(function (i, j) { return data.axes[j] + ' = ' + data.labels[data.axes[j]][i]; }).join(', ');
+    root.dataset.frame = key.join(',');
+  }
+  inputs.forEach(function (el) { el.addEventListener('input', update); el.addEventListener('change', update); });
+  update();
+})();"""
+
+
+def html_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alphas=GRID_ALPHAS,
+                  kappas=GRID_KAPPAS, placements=PLACEMENTS, index: int = 0, layer: int = 0, n: int = 32,
+                  seed: int = 0, dpi: int = 90) -> str:
+    """The explorer without a kernel: :func:`frame_grid`'s frames behind plain HTML/JavaScript controls.
+
+    Two range inputs (alpha, kappa_a') and a menu (the placement) choose one of the precomputed
+    frames, embedded as base64 PNGs: the snippet needs no kernel, no widget library and no network,
+    so it works in the built book opened from disk. Show it with ``IPython.display.HTML``. The
+    controls start at :func:`defaults` (``test``'s setting), the frame :func:`static_explorer` draws.
+    The snippet's root ``div`` carries ``data-frame="a,k,p"``, the indices of the frame shown.
+
+    Returns:
+        The HTML snippet (a ``str``).
+    """
+    grid = frame_grid(model, pat, test, tasks, alphas=alphas, kappas=kappas, placements=placements, index=index,
+                      layer=layer, n=n, seed=seed, dpi=dpi)
+    axes = ("alpha", "kappa_a_prime", "placement")
+    labels = {"alpha": [f"{a:.2f}" for a in grid["alpha"]],
+              "kappa_a_prime": [f"{k:.2f}" for k in grid["kappa_a_prime"]],
+              "placement": [PLACEMENT_NAMES[p] for p in grid["placement"]]}
+    start = (grid["alpha"].index(round(float(test.alpha), 6)),
+             grid["kappa_a_prime"].index(round(float(test.kappa_a_prime), 6)),
+             grid["placement"].index(test.placement))
+    frames = {",".join(map(str, key)): base64.b64encode(png).decode("ascii") for key, png in grid["frames"].items()}
+    uid = "mx-" + hashlib.sha1("".join(frames[k] for k in sorted(frames)).encode()).hexdigest()[:10]
+    payload = json.dumps({"axes": list(axes), "labels": labels, "frames": frames,
+                          "alt": f"Gates and attention of layer {layer + 1}, prompt {index + 1} of {n}:"},
+                         sort_keys=True).replace("</", "<\\/")
+    names = {"alpha": "&alpha;", "kappa_a_prime": "&kappa;<sub>a</sub>&prime;"}
+    controls = []
+    for j, axis in enumerate(axes[:2]):
+        controls.append(
+            f'<label style="margin-right:1.5em">{names[axis]} '
+            f'<input type="range" data-axis="{axis}" min="0" max="{len(labels[axis]) - 1}" step="1" '
+            f'value="{start[j]}" aria-label="{axis}" style="vertical-align:middle"> '
+            f'<output data-for="{axis}">{labels[axis][start[j]]}</output></label>')
+    options = "".join(f'<option value="{i}"{" selected" if i == start[2] else ""}>{html.escape(name)}</option>'
+                      for i, name in enumerate(labels["placement"]))
+    controls.append(f'<label>placement <select data-axis="placement" aria-label="placement">{options}</select></label>')
+    first = frames[",".join(map(str, start))]
+    return (f'<div class="mambaicl-explorer" id="{uid}" data-frame="{",".join(map(str, start))}">'
+            f'<div class="mx-controls" style="margin:0.25em 0 0.5em 0">{"".join(controls)}</div>'
+            f'<img class="mx-frame" style="max-width:100%;height:auto" src="data:image/png;base64,{first}" '
+            f'alt="the explorer\'s frame">'
+            f'<script type="application/json" class="mx-frames">{payload}</script>'
+            f'<script>{_JS % {"uid": json.dumps(uid)}}</script></div>')

@@ -45,8 +45,21 @@ def color(key: str) -> str:
 
 
 def use_style() -> None:
-    """Apply the book's matplotlib style (sizes, grid, colour cycle) to the current session."""
+    """Apply the book's matplotlib style (sizes, grid, colour cycle) to the current session.
+
+    Figures are drawn on an opaque white card with dark text, whatever the reader's own
+    matplotlib settings: the site shows them as light cards in its light and dark modes alike
+    (the browser test, ``tests/test_site.py``, checks both), and the PDF prints them as they are.
+    """
     mpl.rcParams.update({
+        "figure.facecolor": "white",
+        "axes.facecolor": "white",
+        "savefig.facecolor": "white",
+        "savefig.transparent": False,
+        "text.color": "black",
+        "axes.labelcolor": "black",
+        "xtick.color": "black",
+        "ytick.color": "black",
         "figure.dpi": 100,
         "savefig.dpi": 100,
         "axes.grid": True,
