@@ -3,6 +3,9 @@
     python .ci/exec_stats.py measure   # fresh clone of HEAD, cold caches: time the first build and a
                                        # rebuild, read each chapter's times; writes book/exec_stats.json
                                        # and the table of book/exec_stats.md
+    python .ci/exec_stats.py measure --store-outputs   # also store the executed chapters in book/*.ipynb
+                                       # (the same outputs .ci/execute-notebooks writes), after
+                                       # checking that their code is what was measured
     python .ci/exec_stats.py render    # rewrite the table of book/exec_stats.md from the JSON
     python .ci/exec_stats.py --check   # exit 1 if the page's table is out of date with the JSON
 
@@ -85,7 +88,26 @@ def _chapters(clone: Path) -> dict:
     return dict(sorted(out.items()))
 
 
-def measure() -> dict:
+def _store_outputs(clone: Path) -> None:
+    """Write the clone's executed chapters (its execution cache) into this repository's book/*.ipynb."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache = get_cache(clone / "_build" / ".jupyter_cache")
+    for nb_path in sorted((ROOT / "book").glob("*.ipynb")):
+        nb = nbformat.read(nb_path, as_version=4)
+        try:
+            _, executed = cache.merge_match_into_notebook(nb)
+        except KeyError:
+            sys.exit(f"{nb_path.name}: its code differs from the measured commit's; not storing outputs")
+        for cell in executed.cells:
+            cell.get("metadata", {}).pop("execution", None)
+        executed.metadata.pop("widgets", None)
+        nbformat.write(executed, nb_path)
+        print(f"stored the executed {nb_path.relative_to(ROOT)}", flush=True)
+
+
+def measure(store_outputs: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="mambaicl-measure-") as tmp:
         tmp = Path(tmp)
         clone = tmp / "clone"
@@ -106,6 +128,8 @@ def measure() -> dict:
             sys.exit(f"the rebuild failed (exit {code})")
         print(f"  {rebuild:.0f} s", flush=True)
         chapters = _chapters(clone)
+        if store_outputs:
+            _store_outputs(clone)
     return {"measured": dt.date.today().isoformat(), "commit": commit, "machine": _machine(),
             "command": "jupyter-book build .", "cold": "fresh clone, empty execution cache, empty SST-2 embedding cache",
             "first_build_seconds": round(first), "rebuild_seconds": round(rebuild), "chapters": chapters}
@@ -157,9 +181,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", nargs="?", choices=("measure", "render"), default="render")
     ap.add_argument("--check", action="store_true", help="exit 1 if book/exec_stats.md is out of date")
+    ap.add_argument("--store-outputs", action="store_true", help="measure: store the executed chapters in book/")
     args = ap.parse_args(argv)
     if args.command == "measure" and not args.check:
-        stats = measure()
+        stats = measure(args.store_outputs)
         DATA.write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
     stats = json.loads(DATA.read_text(encoding="utf-8"))
     page = render(stats)
