@@ -1,5 +1,5 @@
 """The Figure 2 experiment's helpers (Chapter 4): batched step-size search, sweeps, task groups, attention by
-distance, the 2-SE "below 0.01" rule, break-down points, crossing lengths, and the chapter's figure functions.
+distance, the 95 % t-interval "below 0.01" rule, break-down points, crossing lengths, and the chapter's figure functions.
 Every check compares with an independent computation."""
 import dataclasses
 import math

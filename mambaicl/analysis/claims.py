@@ -316,12 +316,12 @@ class Judgement:
 
     def glue(self, ours: str) -> "Judgement":
         """Glue ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and ``res_<key>_measured`` (JSON)."""
-        from myst_nb import glue
+        from ..notebook import glue
 
         name = self.claim.key.replace("-", "_")
-        glue(f"res_{name}_ours", ours, display=False)
-        glue(f"res_{name}_verdict", self.verdict, display=False)
-        glue(f"res_{name}_measured", json.dumps(self.measured_json(), sort_keys=True), display=False)
+        glue(f"res_{name}_ours", ours)
+        glue(f"res_{name}_verdict", self.verdict)
+        glue(f"res_{name}_measured", json.dumps(self.measured_json(), sort_keys=True))
         return self
 
     def __str__(self) -> str:

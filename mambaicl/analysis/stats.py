@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "compare", "t_quantile", "Interval",
-           "interval", "interval_from_se", "LEVEL"]
+           "interval", "interval_from_se", "LEVEL", "lower", "upper"]
 
 #: the two-sided level of every interval in the book
 LEVEL = 0.95
@@ -185,3 +185,13 @@ def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None
         vb = sum(binomial_se(p, n_prompts) ** 2 for p in b) / len(b) ** 2
         se_prompts = math.sqrt(va + vb)
     return Comparison(diff=diff, se=math.sqrt(se_seeds ** 2 + se_prompts ** 2), n_seeds=min(len(a), len(b)))
+
+
+def lower(mean: float, se: float, n: int) -> float:
+    """Lower end of the 95 % t interval ``mean - t_{n-1} se`` (``n`` seeds): the book's "above" test is ``lower > x``."""
+    return interval_from_se(mean, se, n).low
+
+
+def upper(mean: float, se: float, n: int) -> float:
+    """Upper end of the 95 % t interval ``mean + t_{n-1} se`` (``n`` seeds): the book's "below" test is ``upper < x``."""
+    return interval_from_se(mean, se, n).high
