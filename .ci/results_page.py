@@ -168,7 +168,7 @@ def page(rs: list[dict]) -> str:
                      f"({_cell(r['paper']['section'])}) | {_cell(criterion_words(r))} | {_cell(r['ours'])} | "
                      f"**{r['verdict']}** | {{ref}}`res-{r['key']}` |")
     lines += ["", "The same rows, with the paper's quotes, the measured values per seed and the criteria, are in",
-              "[`results.json`](results.json)."]
+              "{download}`results.json <results.json>` (generated with this page)."]
     return "\n".join(lines) + "\n"
 
 

@@ -337,7 +337,8 @@ def boundary_margins(alpha_star, p_as, l_tss, l_tr: int, M1: int, kind: str) -> 
     ``l_ts >= alpha / (1/2 - alpha)^2 log M1`` (constant 1). Both conditions are sufficient: a margin
     above 0 in every cell is what the theorems guarantee; a negative one is a failure of a guarantee.
     """
-    from .theory import alpha_limit_lt_d, alpha_limit_mamba_d, alpha_threshold_lt, alpha_threshold_mamba
+    from ..experiments.boundary import alpha_limit_lt_d, alpha_limit_mamba_d
+    from .theory import alpha_threshold_lt, alpha_threshold_mamba
 
     S = len(alpha_star[0][0])
     out = []
