@@ -190,13 +190,13 @@ def _forest_lines(rs: list[dict]) -> list[tuple]:
     return out
 
 
-def forest_svg(rs: list[dict]) -> str:
+def forest_svg(rs: list[dict], fmt: str = "svg"):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.hashsalt": "mambaicl-results", "svg.fonttype": "path", "font.size": 7})
+    plt.rcParams.update({"svg.hashsalt": "mambaicl-results", "svg.fonttype": "none", "font.size": 7})
     lines = _forest_lines(rs)
     n = len(lines)
     fig, ax = plt.subplots(figsize=(10, 0.16 * n + 1.0))
@@ -224,11 +224,10 @@ def forest_svg(rs: list[dict]) -> str:
                   f" clipped at ±{clip:g})")
     handles = [plt.Line2D([], [], color=COLOURS[v], lw=3, label=v) for v in VERDICTS
                if v not in ("identity verified", "diagnostic")]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.6 / n * 20 if n else -0.1), ncol=5,
-              fontsize=7, frameon=False)
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=5, fontsize=7, frameon=False)
     fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    buf = io.StringIO() if fmt == "svg" else io.BytesIO()
+    fig.savefig(buf, format=fmt, metadata={"Date": None} if fmt == "svg" else None, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 

@@ -160,9 +160,10 @@ def test_claim_counterfactual_from_our_measurement(key):
     for p, mm in pairs:
         t = p["threshold"]
         lo, hi, mean = (math.nan if mm[k] is None else mm[k] for k in ("low", "high", "mean"))
+        held = _holds(p["kind"], t, mm)  # as measured (a "not measurable" part, nan, does not hold)
         if not math.isfinite(hi - lo):
             lo = hi = mean if math.isfinite(mean) else t
-        half, held = (hi - lo) / 2, _holds(p["kind"], t, {"low": lo, "high": hi, "mean": mean})
+        half = (hi - lo) / 2
         gap = abs(t) * 0.5 + 2 * half + 1e-6
         if p["kind"] == "identity":
             new = 10 * t + 1e-9 if held else 0.0

@@ -314,15 +314,16 @@ class Judgement:
         return [p.text for p, m in zip(self.claim.criterion.parts, self.measured)
                 if not part_holds(p.kind, p.threshold, m.to_json())]
 
-    def glue(self, ours: str) -> "Judgement":
-        """Glue ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and ``res_<key>_measured`` (JSON)."""
+    def glue(self, ours: str) -> None:
+        """Glue ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and ``res_<key>_measured`` (JSON).
+
+        Returns ``None``, so a cell that ends with it displays nothing."""
         from ..notebook import glue
 
         name = self.claim.key.replace("-", "_")
         glue(f"res_{name}_ours", ours)
         glue(f"res_{name}_verdict", self.verdict)
         glue(f"res_{name}_measured", json.dumps(self.measured_json(), sort_keys=True))
-        return self
 
     def __str__(self) -> str:
         return self.verdict
