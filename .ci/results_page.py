@@ -164,8 +164,10 @@ def page(rs: list[dict]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in rs:
-        lines.append(f"| {_cell(r['item'])} | {_cell(r['paper']['number'] or r['paper']['quote'])} "
-                     f"({_cell(r['paper']['section'])}) | {_cell(criterion_words(r))} | {_cell(r['ours'])} | "
+        paper = r['paper']['number'] or r['paper']['quote']
+        if r['paper']['section'] not in paper:
+            paper += f" ({r['paper']['section']})"
+        lines.append(f"| {_cell(r['item'])} | {_cell(paper)} | {_cell(criterion_words(r))} | {_cell(r['ours'])} | "
                      f"**{r['verdict']}** | {{ref}}`res-{r['key']}` |")
     lines += ["", "The same rows, with the paper's quotes, the measured values per seed and the criteria, are in",
               "{download}`results.json <results.json>` (generated with this page)."]
