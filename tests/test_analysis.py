@@ -24,9 +24,15 @@ def test_error_mean_se_counts_seeds_and_prompts():
     assert se2 == pytest.approx(math.sqrt(seeds ** 2 + prompts ** 2))
 
 
-def test_compare_applies_the_two_se_rule():
+def test_compare_applies_the_t_interval_rule():
     big = compare([0.30, 0.32, 0.31], [0.10, 0.11, 0.09])
     assert big.significant and big.verdict == "a > b" and big.diff == pytest.approx(0.21)
+    # 3 seeds: the 95 % interval is diff ± t_2 SE = diff ± 4.30 SE; a difference of 3 SE is not claimed
+    from mambaicl.analysis.stats import t_quantile
+    mid = compare([0.13, 0.05, 0.21], [0.0, 0.0, 0.0])
+    assert mid.diff / mid.se == pytest.approx(0.13 / (0.08 / math.sqrt(3)))
+    assert 2 < mid.diff / mid.se < t_quantile(2) and not mid.significant
+    assert mid.low == pytest.approx(mid.diff - t_quantile(2) * mid.se)
     noisy = compare([0.30, 0.10, 0.20], [0.20, 0.25, 0.05])
     assert not noisy.significant and noisy.verdict == "not distinguishable at this scale"
     d = np.array([0.30, 0.10, 0.20]) - np.array([0.20, 0.25, 0.05])

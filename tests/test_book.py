@@ -155,9 +155,35 @@ def test_results_page_and_readme_table_match_the_chapters():
     rows = mod.rows()
     assert (ROOT / "book" / "results.md").read_text(encoding="utf-8") == mod.page(rows), (
         "book/results.md is out of date: run python .ci/results_page.py")
+    assert (ROOT / "book" / "results.json").read_text(encoding="utf-8") == mod.as_json(rows), (
+        "book/results.json is out of date: run python .ci/results_page.py")
     assert (ROOT / "README.md").read_text(encoding="utf-8") == mod.readme(rows), (
         "README.md's reproduction table is out of date: run python .ci/results_page.py")
     texts = {nb.stem: "\n".join(c.source for c in jupytext.read(nb).cells if c.cell_type == "markdown")
              for nb in NOTEBOOKS}
     for r in rows:
         assert f"(res-{r['key']})=" in texts[r["chapter"]], f"{r['chapter']} lacks the target (res-{r['key']})="
+
+
+def test_no_chapter_writes_a_verdict():
+    """Verdicts are computed by the registry (mambaicl.analysis.claims): no chapter cell glues a res_*_verdict
+    itself, literal or chosen by an expression."""
+    for md in sorted((BOOK / "myst").glob("*.md")):
+        text = md.read_text(encoding="utf-8")
+        hits = re.findall(r'glue\(\s*f?"res_[\w{}]+_verdict"', text)
+        assert not hits, f"{md.name} glues a verdict itself: {hits}; hand the measurement to CLAIMS[key].judge(...)"
+        for v in ("reproduced", "beyond the paper", "identity verified", "contradicted"):
+            assert not re.search(rf'glue\([^)]*"{v}"', text), f"{md.name} glues the literal verdict {v!r}"
+
+
+def test_one_statistical_rule():
+    """The 2-standard-error rule is gone from the book and the package: one rule, 95 % t intervals over seeds."""
+    pattern = re.compile(r"2-SE|2 SE\b|two standard errors|2-standard-error|CLAIM_SE|\b2 \* [A-Za-z_]*se\b")
+    files = [*sorted((BOOK / "myst").glob("*.md")), *sorted(BOOK.glob("*.md")), ROOT / "README.md",
+             *sorted((ROOT / "mambaicl").rglob("*.py"))]
+    for f in files:
+        text = f.read_text(encoding="utf-8")
+        if f.parent.name == "myst":  # the Exercises sections are written by others
+            text = text.split("\n## Exercises")[0]
+        hits = pattern.findall(text)
+        assert not hits, f"{f.relative_to(ROOT)} still uses the 2-SE rule: {hits[:3]}"

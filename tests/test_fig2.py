@@ -1,5 +1,5 @@
 """The Figure 2 experiment's helpers (Chapter 4): batched step-size search, sweeps, task groups, attention by
-distance, the 2-SE "below 0.01" rule, break-down points, crossing lengths, and the chapter's figure functions.
+distance, the 95 % t-interval "below 0.01" rule, break-down points, crossing lengths, and the chapter's figure functions.
 Every check compares with an independent computation."""
 import dataclasses
 import math
@@ -30,14 +30,15 @@ def test_claim_tasks_are_the_18_tasks_not_two_apart():
     assert len(two_apart) == 12 and not set(map(tuple, tasks)) & set(two_apart)
 
 
-def test_below_up_to_applies_the_two_se_rule():
+def test_below_up_to_applies_the_t_interval_rule():
     alphas = [0.0, 0.1, 0.2, 0.3]
-    assert fig2.below_up_to(alphas, [0.001, 0.002, 0.02, 0.001], [0.001] * 4) == 0.1  # stops at the first failure
-    # mean 0.009 with SE 0.001: 0.009 + 0.002 = 0.011 is not below 0.01, so nothing is claimed
-    assert math.isnan(fig2.below_up_to(alphas, [0.009, 0.001, 0.001, 0.001], [0.001] * 4))
-    assert fig2.below_up_to(alphas, [0.001] * 4, [0.0] * 4) == 0.3
+    assert fig2.below_up_to(alphas, [0.001, 0.002, 0.02, 0.001], [0.001] * 4, 5) == 0.1  # stops at the first failure
+    # mean 0.008 with SE 0.001 over 5 seeds: 0.008 + 2.776 * 0.001 = 0.0108 is not below 0.01 (2 SE would be)
+    assert math.isnan(fig2.below_up_to(alphas, [0.008, 0.001, 0.001, 0.001], [0.001] * 4, 5))
+    assert fig2.below_up_to(alphas, [0.008, 0.001, 0.001, 0.001], [0.001] * 4, 1000) == 0.3  # t -> 1.96
+    assert fig2.below_up_to(alphas, [0.001] * 4, [0.0] * 4, 5) == 0.3
     with pytest.raises(ValueError, match="aligned"):
-        fig2.below_up_to(alphas, [0.0], [0.0])
+        fig2.below_up_to(alphas, [0.0], [0.0], 5)
 
 
 def test_crossing_length_inverts_a_power_law():

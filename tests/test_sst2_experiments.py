@@ -237,27 +237,31 @@ def test_contrast_is_the_paired_comparison_and_counts_every_term():
 
 CLAIM_CASES = {  # name: (Mamba per placement and seed, linear per placement and seed, holds, verdict)
     "clear": ({"FQ": [95, 96, 95.5], "R": [94, 95, 94.5], "CQ": [80, 82, 81]},
-              {"FQ": [88, 87, 88.5], "R": [88, 89, 88], "CQ": [88, 87, 88]}, [True] * 4, "reproduced"),
-    # differences of 0.3 points with 4,000 prompts per seed: SE of the difference ~0.7 points, no claim
+              {"FQ": [88, 87, 88.5], "R": [88, 89, 88], "CQ": [88, 87, 88]}, [True] * 5, "reproduced"),
+    # differences of 0.3 points with 4,000 prompts per seed: SE of the difference ~0.7 points, no claim;
+    # the linear Transformer unaffected by CQ (its "=" check) is the only part that holds
     "close": ({p: [90.0 + 0.1 * (p == "CQ"), 90.3 + 0.1 * (p == "CQ"), 90.6 + 0.1 * (p == "CQ")] for p in ("FQ", "R", "CQ")},
-              {p: [89.7, 90.0, 90.3] for p in ("FQ", "R", "CQ")}, [False] * 4, "not reproduced"),
+              {p: [89.7, 90.0, 90.3] for p in ("FQ", "R", "CQ")}, [False] * 4 + [True], "partly reproduced"),
     "half": ({"FQ": [95, 96, 95.5], "R": [88, 89, 88], "CQ": [95, 96, 95.5]},
-             {"FQ": [88, 87, 88.5], "R": [88, 89, 88], "CQ": [88, 87, 88]}, [True, False, False, False],
+             {"FQ": [88, 87, 88.5], "R": [88, 89, 88], "CQ": [88, 87, 88]}, [True, False, False, False, True],
              "partly reproduced"),
+    # the linear Transformer gains 9 points under CQ: "much less affected" fails
+    "gains": ({"FQ": [95, 96, 95.5], "R": [94, 95, 94.5], "CQ": [80, 82, 81]},
+              {"FQ": [78, 79, 78.5], "R": [80, 81, 80], "CQ": [88, 87, 88]}, [True] * 4 + [False], "partly reproduced"),
 }
 
 
 @pytest.mark.parametrize("case", list(CLAIM_CASES))
-def test_claims_follow_the_two_standard_error_rule(case):
+def test_claims_follow_the_t_interval_rule(case):
     mamba, linear, holds, verdict = CLAIM_CASES[case]
-    got = X.claims({X.MAIN_TABLE.name: _fake_res(mamba, linear)})["main"]
-    assert [c["holds"] for c in got] == holds and X.verdict(got) == verdict
+    found = X.claims({X.MAIN_TABLE.name: _fake_res(mamba, linear)})
+    assert [c["holds"] for c in found["main"]] == holds and X.judge(found, "main").verdict == verdict
 
 
 def test_equality_checks_hold_when_the_difference_is_not_significant():
-    # "=" checks hold when the difference is not significant
-    assert X._check("x", X.Comparison(diff=0.5, se=0.4, n_seeds=3), "=")["holds"]
-    assert not X._check("x", X.Comparison(diff=1.0, se=0.4, n_seeds=3), "=")["holds"]
+    # "=" checks hold when the 95 % t interval (3 seeds: t = 4.30) contains 0
+    assert X._check("x", X.Comparison(diff=1.0, se=0.4, n_seeds=3), "=")["holds"]  # 2.5 SE: held under t
+    assert not X._check("x", X.Comparison(diff=2.0, se=0.4, n_seeds=3), "=")["holds"]
 
 
 def test_run_writes_every_regime_and_is_byte_identical(made_up):

@@ -8,7 +8,8 @@ module        holds
 ``corollaries``  Corollary 1-2 measurements on one-layer and deep models (one implementation)
 ``theory``    the thresholds and iteration counts of Theorems 1-4
 ``fits``      decay factors, log-log exponents, iteration counts, break-down points
-``stats``     means, standard errors and the 2-standard-error rule for claims
+``stats``     means, standard errors and the book's rule: two-sided 95 % t intervals over seeds
+``claims``    the registry of claims: every results row, its paper quote, criterion and verdict
 ============  ===================================================================
 """
 from . import corollaries, fits, lemmas, stats, theory

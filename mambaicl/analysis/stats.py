@@ -1,8 +1,12 @@
-"""Means, standard errors and the book's rule for claims.
+"""Means, standard errors and the book's one rule for claims.
 
-**The 2-standard-error rule.** A comparison between two quantities is asserted as a claim only
-when their difference exceeds two standard errors of the difference; otherwise the book reports
-it as "not distinguishable at this scale". Both sources of noise are counted:
+**The rule: two-sided 95 % t intervals over seeds.** Every claim rests on the two-sided 95 %
+interval ``mean ± t_{S-1, 0.975} SE`` over the ``S`` training seeds (Student's t with ``S - 1``
+degrees of freedom). A difference is claimed only when its interval excludes 0; a quantity is
+below (above) a threshold only when its whole interval is. Otherwise the book reports "not
+distinguishable at this scale". Where a verdict rests on several comparisons, every one of them
+must hold at 95 % (an intersection-union test, which needs no correction for their number; see
+:mod:`mambaicl.analysis.claims`). Both sources of noise are counted in ``SE``:
 
 * *seeds*: the spread of the per-seed values (each seed a fresh initialisation and fresh
   training prompts), ``SE_seeds = sd / sqrt(S)``;
@@ -20,10 +24,55 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "compare", "CLAIM_SE"]
+__all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "compare", "t_quantile", "Interval",
+           "interval", "interval_from_se", "LEVEL", "lower", "upper"]
 
-#: a difference is claimed when it exceeds this many standard errors of the difference
-CLAIM_SE = 2.0
+#: the two-sided level of every interval in the book
+LEVEL = 0.95
+
+
+def t_quantile(df: int, q: float = 0.5 + LEVEL / 2) -> float:
+    """Quantile ``q`` of Student's t with ``df`` degrees of freedom (SciPy); ``q`` = 0.975 by default."""
+    from scipy.stats import t
+
+    if df < 1:
+        raise ValueError(f"df must be a positive integer; got {df!r}")
+    return float(t.ppf(q, df))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over ``n`` seeds, its standard error and its two-sided 95 % t interval (``df = n - 1``)."""
+
+    mean: float
+    se: float
+    low: float
+    high: float
+    n: int
+
+    def below(self, threshold: float) -> bool:
+        """The whole interval lies below ``threshold``."""
+        return self.high < threshold
+
+    def above(self, threshold: float) -> bool:
+        """The whole interval lies above ``threshold``."""
+        return self.low > threshold
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] (95 %, {self.n} seeds)"
+
+
+def interval_from_se(mean: float, se: float, n: int) -> Interval:
+    """The 95 % t interval ``mean ± t_{n-1} se`` (``n`` seeds); degenerate (``se`` = 0) or ``nan`` as given."""
+    if math.isnan(se) or (n < 2 and se > 0):
+        return Interval(mean, se, math.nan, math.nan, n)
+    if se == 0:
+        return Interval(mean, 0.0, mean, mean, n)
+    half = t_quantile(n - 1) * se
+    return Interval(mean, se, mean - half, mean + half, n)
 
 
 def _values(name: str, xs) -> list[float]:
@@ -67,18 +116,38 @@ def error_mean_se(per_seed: Sequence[float], n_prompts: int | None = None) -> tu
     return m, math.sqrt(se_seeds ** 2 + se_prompts ** 2)
 
 
+def interval(values: Sequence[float], n_prompts: int | None = None) -> Interval:
+    """The 95 % t interval of the mean of per-seed ``values`` (seeds and, with ``n_prompts``, prompts counted)."""
+    xs = _values("values", values)
+    m, se = error_mean_se(xs, n_prompts) if n_prompts is not None else mean_se(xs)
+    return interval_from_se(m, se, len(xs))
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """``a - b`` over seeds with its standard error and the verdict of the 2-SE rule."""
+    """``a - b`` over seeds with its standard error and its 95 % t interval (the book's rule)."""
 
     diff: float
     se: float
     n_seeds: int
 
     @property
+    def interval(self) -> Interval:
+        return interval_from_se(self.diff, self.se, self.n_seeds)
+
+    @property
+    def low(self) -> float:
+        return self.interval.low
+
+    @property
+    def high(self) -> float:
+        return self.interval.high
+
+    @property
     def significant(self) -> bool:
-        """``|a - b| > 2 SE``: the difference may be claimed."""
-        return abs(self.diff) > CLAIM_SE * self.se
+        """The 95 % t interval of ``a - b`` excludes 0: the difference may be claimed."""
+        iv = self.interval
+        return iv.low > 0 or iv.high < 0
 
     @property
     def verdict(self) -> str:
@@ -88,11 +157,12 @@ class Comparison:
         return "a > b" if self.diff > 0 else "a < b"
 
     def __str__(self) -> str:
-        return f"{self.diff:+.4f} ± {self.se:.4f} (SE, {self.n_seeds} seeds): {self.verdict}"
+        return (f"{self.diff:+.4f} ± {self.se:.4f} (SE; 95 % [{self.low:+.4f}, {self.high:+.4f}], {self.n_seeds} seeds): "
+                f"{self.verdict}")
 
 
 def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None, paired: bool = True) -> Comparison:
-    """``mean(a) - mean(b)`` with its standard error (module docstring) for the 2-SE rule.
+    """``mean(a) - mean(b)`` with its standard error and 95 % t interval (module docstring).
 
     Args:
         a, b: per-seed values of the two quantities (same seeds, in the same order, when ``paired``).
@@ -115,3 +185,13 @@ def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None
         vb = sum(binomial_se(p, n_prompts) ** 2 for p in b) / len(b) ** 2
         se_prompts = math.sqrt(va + vb)
     return Comparison(diff=diff, se=math.sqrt(se_seeds ** 2 + se_prompts ** 2), n_seeds=min(len(a), len(b)))
+
+
+def lower(mean: float, se: float, n: int) -> float:
+    """Lower end of the 95 % t interval ``mean - t_{n-1} se`` (``n`` seeds): the book's "above" test is ``lower > x``."""
+    return interval_from_se(mean, se, n).low
+
+
+def upper(mean: float, se: float, n: int) -> float:
+    """Upper end of the 95 % t interval ``mean + t_{n-1} se`` (``n`` seeds): the book's "below" test is ``upper < x``."""
+    return interval_from_se(mean, se, n).high

@@ -37,7 +37,7 @@ from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_gr
 from ..evaluate import errors_by_task_group, model_error, test_error
 from ..analysis.fits import breakdown_alpha
 from ..analysis.lemmas import pattern_attention
-from ..analysis.stats import CLAIM_SE, compare, error_mean_se
+from ..analysis.stats import compare, error_mean_se, interval_from_se
 from ..models import ONE_LAYER_KINDS, build_model
 from ..seeding import torch_generator, torch_generators
 from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
@@ -280,15 +280,16 @@ def attention_by_distance(stack, mu: torch.Tensor) -> torch.Tensor:
     return torch.stack([A[:, dist == k].mean(-1) for k in range(int(dist.max()) + 1)], dim=-1)
 
 
-def below_up_to(alphas, mean, se, level: float = 0.01) -> float:
-    """The largest ``alpha`` up to which *every* error is below ``level`` by the 2-SE rule
-    (``mean + 2 SE < level`` at each ``alpha`` from the first); ``nan`` if the first is not."""
+def below_up_to(alphas, mean, se, n_seeds: int, level: float = 0.01) -> float:
+    """The largest ``alpha`` up to which *every* error is below ``level`` by the book's rule (the 95 % t
+    interval over ``n_seeds`` seeds, ``mean + t_{S-1} SE < level``, at each ``alpha`` from the first);
+    ``nan`` if the first is not. With ``se`` = 0 this compares the means."""
     if not (len(alphas) == len(mean) == len(se)) or not len(alphas):
         raise ValueError("alphas, mean and se must be non-empty and aligned; "
                          f"got {len(alphas)}, {len(mean)}, {len(se)}")
     last = float("nan")
     for a, m, s in zip(alphas, mean, se):
-        if not m + CLAIM_SE * s < level:
+        if not interval_from_se(m, s, n_seeds).high < level:
             break
         last = float(a)
     return last
@@ -299,7 +300,7 @@ class EtaSearch(Result):
     """Validation hinge loss and 0-1 error of each step size, per model and seed.
 
     ``best`` is the step size with the lowest mean validation hinge loss; :meth:`versus_best` says, by the
-    2-SE rule (paired over seeds), whether another step size is distinguishable from it.
+    book's rule (95 % t interval of the paired difference over seeds), whether another step size is distinguishable from it.
     """
 
     kind: str

@@ -262,7 +262,7 @@ class MechanismResult(Result):
 
         Returns ``(step, comparison)``: the recorded step at which the mean over seeds is largest,
         and :func:`mambaicl.analysis.stats.compare` of the per-seed values there against the final
-        ones (``comparison.verdict == "a > b"``: the sum falls after its peak, beyond 2 SE).
+        ones (``comparison.verdict == "a > b"``: the sum falls after its peak, by the 95 % t interval).
         """
         steps, mean, _ = self.sum_curve(layer, which)
         k = max(range(len(mean)), key=mean.__getitem__)

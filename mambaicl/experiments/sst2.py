@@ -63,7 +63,7 @@ __all__ = [
     "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
     "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "fill_embedding_cache", "margin_curve",
     "probe_ceilings", "pca_table", "train_run", "accuracy", "oracle_accuracy", "run_table", "memorisation",
-    "validation_curve", "contrast", "claims", "verdict", "format_table", "SST2Preset", "SST2Result", "run",
+    "validation_curve", "contrast", "claims", "judge", "CLAIM_KEYS", "format_table", "SST2Preset", "SST2Result", "run",
 ]
 
 REGIMES = ("held-out", "confident")
@@ -636,7 +636,7 @@ def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-
     return out
 
 
-# ---------------------------------------------------------------- the paper's claims, under the 2-SE rule
+# ---------------------------------------------------------------- the paper's claims, under the book's rule
 
 
 def _per_seed(res: dict, run: str, key) -> List[float]:
@@ -648,7 +648,7 @@ def _mean_placements(res: dict, run: str, alpha: float, placements) -> List[floa
 
 
 def contrast(terms, n_prompts: Optional[int]) -> Comparison:
-    """``sum_i c_i acc_i`` over seeds, in accuracy points, with its standard error for the 2-SE rule.
+    """``sum_i c_i acc_i`` over seeds, in accuracy points, with its standard error (the 95 % t interval's).
 
     ``terms`` is a list of ``(c_i, per-seed accuracies in %)`` measured on the same seeds. As in
     :func:`mambaicl.analysis.stats.compare` (of which ``[(1, a), (-1, b)]`` is the paired case), the
@@ -665,16 +665,30 @@ def contrast(terms, n_prompts: Optional[int]) -> Comparison:
     if n_prompts is not None:
         var_prompts = sum(sum(c * c * (v[s] / 100) * (1 - v[s] / 100) / n_prompts for c, v in terms)
                           for s in range(S)) / S / S
-    return Comparison(diff=mean, se=math.sqrt(var_seeds + 1e4 * var_prompts), n_seeds=S)
+    return _Contrast(diff=mean, se=math.sqrt(var_seeds + 1e4 * var_prompts), n_seeds=S, values=tuple(values))
+
+
+@dataclass(frozen=True)
+class _Contrast(Comparison):
+    """A :class:`Comparison` that keeps its per-seed values (for the registry of claims)."""
+
+    values: tuple = ()
 
 
 def _check(claim: str, c: Comparison, expected: str) -> dict:
-    holds = (not c.significant) if expected == "=" else (c.significant and (c.diff > 0) == (expected == ">"))
-    return {"claim": claim, "diff": c.diff, "se": c.se, "expected": expected, "verdict": c.verdict, "holds": holds}
+    """One comparison and whether it holds by the book's rule (the 95 % interval of the difference: excludes 0
+    on the ``expected`` side for ``">"``/``"<"``, contains 0 for ``"="``). With one seed (App. Table 5's single
+    fit) the interval is the normal one of the sampling standard error."""
+    from ..analysis.claims import Measured
+
+    m = Measured.from_se(c.diff, c.se, c.n_seeds, getattr(c, "values", ()))
+    holds = (m.low <= 0 <= m.high) if expected == "=" else (m.low > 0 if expected == ">" else m.high < 0)
+    return {"claim": claim, "diff": c.diff, "se": c.se, "low": m.low, "high": m.high, "n_seeds": c.n_seeds,
+            "values": list(m.values), "expected": expected, "verdict": c.verdict, "holds": holds}
 
 
 def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[int] = None) -> Dict[str, List[dict]]:
-    """Every comparison the paper states for SST-2, under the 2-SE rule (:func:`mambaicl.analysis.stats.compare`),
+    """Every comparison the paper states for SST-2, under the book's rule (95 % t intervals of per-seed contrasts),
     from :func:`run_table` outputs keyed by table name (and App. Table 5's :func:`pca_table`).
 
     Differences are in accuracy points; ``expected`` is ``">"`` (a > b claimed), ``"<"``, or ``"="`` (no
@@ -692,6 +706,7 @@ def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[in
             _check("Mamba drops under CQ (FQ minus CQ)", contrast([(1, m["FQ"]), (-1, m["CQ"])], n), ">"),
             _check("Mamba's CQ drop exceeds the linear Transformer's",
                    contrast([(1, m["FQ"]), (-1, m["CQ"]), (-1, li["FQ"]), (1, li["CQ"])], n), ">"),
+            _check("the linear Transformer unaffected by CQ (FQ minus CQ)", contrast([(1, li["FQ"]), (-1, li["CQ"])], n), "="),
         ]
     t1 = raw.get(TABLE_1.name)
     if t1:
@@ -744,10 +759,20 @@ def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[in
     return out
 
 
-def verdict(checks: List[dict]) -> str:
-    """``"reproduced"`` when every check holds, ``"not reproduced"`` when none does, else ``"partly reproduced"``."""
-    held = sum(c["holds"] for c in checks)
-    return "reproduced" if held == len(checks) else "not reproduced" if held == 0 else "partly reproduced"
+#: the registry's claim (``mambaicl.analysis.claims``) for each table's checks; the curriculum's claim is its first
+CLAIM_KEYS = {"main": "sst2-main", "table1": "sst2-table1", "table2": "sst2-table2", "tables3_4": "sst2-tables3-4",
+              "curriculum": "sst2-curriculum", "table5": "sst2-table5"}
+
+
+def judge(found: Dict[str, List[dict]], table: str):
+    """Hand the checks of ``table`` (from :func:`claims`) to the registry of claims, which computes the verdict."""
+    from ..analysis.claims import CLAIMS, Measured
+
+    claim = CLAIMS[CLAIM_KEYS[table]]
+    ms = [Measured(c["diff"], c["low"], c["high"], c["n_seeds"], tuple(c["values"])) for c in found[table]]
+    if claim.criterion.kind == "all":
+        return claim.judge(parts=ms[:len(claim.criterion.parts)])
+    return claim.judge(per_seed=ms[0])
 
 
 def _cell(ours: float, se: float, paper: Optional[float]) -> str:
@@ -849,7 +874,7 @@ def run(preset: SST2Preset = PAPER_PRESET, *, seeds=DEFAULT_SEEDS, device=None, 
         found = claims(raw, pca, len(feat.test.s))
         entry = {"definition": regime.definition, "data": dataclasses.asdict(cfg), "sizes": feat.sizes,
                  "ceilings": probe_ceilings(feat, cfg), "pca": {str(k): list(v) for k, v in pca.items()},
-                 "tables": tables, "claims": found, "verdicts": {k: verdict(v) for k, v in found.items()}}
+                 "tables": tables, "claims": found, "verdicts": {k: judge(found, k).verdict for k in found}}
         if MAIN_TABLE.name in raw:
             memo = memorisation(raw[MAIN_TABLE.name], feat, cfg, device=device)
             entry["memorisation"] = {pool: {r: {"mean": v[0], "se": v[1], "per_seed": v[2]} for r, v in d.items()}
