@@ -24,6 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .stats import t_quantile  # the one Student-t quantile of the book (95 % intervals)
+
 __all__ = ["decay_stats", "SlopeFit", "loglog_slope", "first_below", "smooth", "breakdown_alpha", "t_quantile",
            "crossing_time", "relaxation_time", "window_slope"]
 
@@ -43,15 +45,6 @@ def decay_stats(values: Sequence[float]) -> tuple[np.ndarray, float, float]:
     ss_tot = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else 1.0
     return g[1:] / g[:-1], float(np.exp(slope)), r2
-
-
-def t_quantile(df: int, q: float = 0.975) -> float:
-    """Quantile ``q`` of Student's t with ``df`` degrees of freedom (SciPy)."""
-    from scipy.stats import t
-
-    if df < 1:
-        raise ValueError(f"df must be a positive integer; got {df!r}")
-    return float(t.ppf(q, df))
 
 
 @dataclass(frozen=True)
