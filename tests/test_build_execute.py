@@ -31,7 +31,7 @@ def _notebook(path: Path, title: str, *sources: str) -> None:
     nbformat.write(nb, path)
 
 
-def _book(tmp: Path, timeout: int = 60) -> Path:
+def _book(tmp: Path, timeout: int = 60, prelude: dict | None = None) -> Path:
     """A two-chapter book using the book's extension and its `execute:` settings (timeout changed)."""
     book = tmp / "tiny"
     (book / "_ext").mkdir(parents=True)
@@ -39,7 +39,8 @@ def _book(tmp: Path, timeout: int = 60) -> Path:
     real = yaml.safe_load((ROOT / "_config.yml").read_text())
     execute = dict(real["execute"], timeout=timeout)
     config = {"title": "tiny", "only_build_toc_files": True, "execute": execute,
-              "sphinx": {"local_extensions": {"book_execute": "_ext/"}}}
+              "sphinx": {"local_extensions": {"book_execute": "_ext/"},
+                         "config": {"book_execute_prelude": prelude or {}}}}
     (book / "_config.yml").write_text(yaml.safe_dump(config))
     (book / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "intro",
                                                    "chapters": [{"file": "one"}, {"file": "two"}]}))
@@ -109,3 +110,17 @@ def test_check_build_flags_a_page_with_a_traceback(tmp_path):
     (html / "ch06.html").write_text("<pre>Traceback (most recent call last):\n KeyboardInterrupt</pre>")
     bad = subprocess.run(run, capture_output=True, text=True)
     assert bad.returncode == 1 and "ch06.html" in bad.stderr
+
+
+def test_a_prelude_runs_before_its_chapter_only_when_it_is_executed_and_its_failure_stops_the_build(tmp_path):
+    """The book fills Chapter 6's embedding cache this way (book_execute_prelude in _config.yml)."""
+    book = _book(tmp_path, prelude={"two": "python -c \"print('filled the cache')\""})
+    first = _build(book)
+    log = first.stdout + first.stderr
+    assert first.returncode == 0, log[-3000:]
+    assert "filled the cache" in log and log.index("filled the cache") < log.index("executed two.ipynb")
+    again = _build(book)
+    assert "filled the cache" not in again.stdout + again.stderr  # nothing to execute: no prelude
+    failing = _book(tmp_path / "f", prelude={"one": "python -c \"import sys; sys.exit(3)\""})
+    failed = _build(failing)
+    assert failed.returncode != 0 and "needed by one" in failed.stdout + failed.stderr

@@ -19,7 +19,11 @@ build, not in the stored page (``mambaicl.notebook.progress_stream``).
 
 Settings (``sphinx: config:`` in ``_config.yml``): ``book_execute_workers`` (default: the number of
 cores), ``book_execute_order`` (optional path of a JSON file ``{"chapters": {docname: seconds}}``
-of measured times, used to start the longest chapters first).
+of measured times, used to start the longest chapters first), ``book_execute_prelude`` (optional
+``{docname: command}``: a command run on every core, before the chapters, when that chapter is to
+be executed; the book fills Chapter 6's SST-2 embedding cache this way, with its progress bar in
+the terminal, so that the filling does not share one core with the other chapters; a command that
+fails stops the build with its message).
 """
 from __future__ import annotations
 
@@ -121,6 +125,29 @@ def _failure_message(app, out: dict) -> str:
             f"more time with `execute.timeout` in _config.yml.")
 
 
+def _prelude(app, todo: list[Path]) -> None:
+    """Run the configured command of every chapter about to be executed (inherits the terminal)."""
+    import shlex
+    import subprocess
+    import sys
+
+    for doc, command in (app.config.book_execute_prelude or {}).items():
+        if not any(p.relative_to(app.srcdir).with_suffix("").as_posix() == doc for p in todo):
+            continue
+        argv = shlex.split(command)
+        if argv and argv[0] == "python":
+            argv[0] = sys.executable
+        logger.info(f"[book_execute] before {doc}: {command}")
+        t0 = time.perf_counter()
+        run = subprocess.run(argv, cwd=app.srcdir, stdout=subprocess.PIPE, text=True)
+        for line in (run.stdout or "").splitlines():
+            logger.info(f"[book_execute]   {line}")
+        if run.returncode != 0:
+            raise ExtensionError(f"`{command}` (needed by {doc}) failed with exit code {run.returncode}; "
+                                 "its message is above. Fix the cause and run `jupyter-book build .` again.")
+        logger.info(f"[book_execute] {command}: done in {time.perf_counter() - t0:.0f} s")
+
+
 def _pre_execute(app) -> None:
     if app.config.nb_execution_mode != "cache":
         return
@@ -140,6 +167,7 @@ def _pre_execute(app) -> None:
         logger.info("[book_execute] every chapter is in the execution cache; nothing to execute")
         return
     todo = _order(app, todo)
+    _prelude(app, todo)
     workers = max(1, min(len(todo), app.config.book_execute_workers or os.cpu_count() or 1))
     timeout = app.config.nb_execution_timeout
     allow = bool(app.config.nb_execution_allow_errors)
@@ -175,6 +203,7 @@ def _pre_execute(app) -> None:
 def setup(app):
     app.add_config_value("book_execute_workers", 0, "env")
     app.add_config_value("book_execute_order", "", "env")
+    app.add_config_value("book_execute_prelude", {}, "env")
     os.environ[BUILD_ENV] = "1"  # the chapters' kernels inherit it (progress bars to the terminal)
     app.connect("builder-inited", _pre_execute, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
