@@ -133,8 +133,9 @@ def measure(store_outputs: bool = False) -> dict:
         return _stats(clone, commit, first, rebuild, tmp / "first.log")
 
 
-def _stats(clone: Path, commit: str, first: float, rebuild: float, log: Path) -> dict:
-    return {"measured": dt.date.today().isoformat(), "commit": commit, "machine": _machine(),
+def _stats(clone: Path, commit: str, first: float, rebuild: float, log: Path,
+           source: str = "`python .ci/exec_stats.py measure`") -> dict:
+    return {"measured": dt.date.today().isoformat(), "commit": commit, "source": source, "machine": _machine(),
             "command": "jupyter-book build .", "cold": "fresh clone, empty execution cache, empty SST-2 embedding cache",
             "first_build_seconds": round(first), "rebuild_seconds": round(rebuild), "chapters": _chapters(clone),
             "embedding": _embedding(log)}
@@ -146,14 +147,16 @@ def from_ci(clone: Path) -> dict:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True,
                             check=True).stdout.strip()
     return _stats(clone, commit, times["first_build_seconds"], times["rebuild_seconds"],
-                  clone / "_build" / "ci-build.log")
+                  clone / "_build" / "ci-build.log",
+                  source="`.ci/run` on a fresh clone (recorded by `python .ci/exec_stats.py from-ci`)")
 
 
 def table(stats: dict) -> str:
     m = stats["machine"]
     timeout = _timeout()
     lines = [
-        f"Measured on {stats['measured']} (commit `{stats['commit']}`) by `python .ci/exec_stats.py measure`, "
+        f"Measured on {stats['measured']} (commit `{stats['commit']}`) by "
+        f"{stats.get('source', '`python .ci/exec_stats.py measure`')}, "
         f"on {m['cores']} cores ({m['cpu']}, {m['memory']}), Python {m['python']}, PyTorch {m['torch']}, "
         "with nothing else running.",
         "",
@@ -172,8 +175,9 @@ def table(stats: dict) -> str:
         lines.append(f"| {{doc}}`{Path(doc).name}` | {c['seconds']:.0f} s | "
                      f"{c['longest_cell_seconds']:.0f} s | {slack} |")
     total = sum(c["seconds"] for c in stats["chapters"].values())
+    fill = f" after the embedding cache is filled ({emb['seconds']} s)" if emb else ""
     lines += ["", f"The chapters' execution times add up to {total / 60:.1f} min; they run in parallel on every "
-              f"core, so the first build takes {stats['first_build_seconds'] / 60:.1f} min. The cell timeout is "
+              f"core{fill}, so the first build takes {stats['first_build_seconds'] / 60:.1f} min. The cell timeout is "
               f"{timeout} s (`execute.timeout` in `_config.yml`)."]
     return "\n".join(lines)
 
