@@ -29,7 +29,7 @@ One spelling of each hyperparameter holds across the package: ``lr``, ``batch_si
 Eq. (3)) and ``"mamba"``, ``"linear"``, ``"softmax"``, ``"mamba1"`` (deep stacks).
 
 **The validator kit.** Every configuration in the package validates its fields on creation
-with the ``check_*`` functions below, which raise a ``ValueError`` naming the field and the
+with the ``check_*`` functions below, which raise a :class:`ConfigError` (a ``ValueError``) naming the field and the
 allowed range, for out-of-range and non-numeric values alike; nothing is clipped silently.
 Configurations declare each field's range with :func:`integer`, :func:`real`, :func:`choice`,
 :func:`flag` or :func:`reals` and inherit :class:`Config`, which runs the checks.
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 __all__ = [
+    "ConfigError",
     "check_int",
     "check_real",
     "check_choice",
@@ -91,6 +92,14 @@ V_PRIME_SECTION_4_1 = ((0.7, 0.6, -0.4), (0.4, 0.7, -0.6), (-0.7, 0.5, 0.5))
 # ---------------------------------------------------------------- the validator kit
 
 
+class ConfigError(ValueError):
+    """An invalid parameter: the message names the field and the allowed values or range.
+
+    A subclass of ``ValueError``, so ``except ValueError`` still catches it; the CLI catches *only*
+    this (with ``FileNotFoundError`` and ``PermissionError``) as bad input.
+    """
+
+
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -104,7 +113,7 @@ def check_int(name: str, value, low: int | None = None, high: int | None = None)
     if not _is_int(value) or (low is not None and value < low) or (high is not None and value > high):
         lo = "-inf" if low is None else low
         hi = "inf" if high is None else high
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+        raise ConfigError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
     return int(value)
 
 
@@ -117,7 +126,7 @@ def check_real(name: str, value, low: float = -math.inf, high: float = math.inf,
         ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
     if not ok:
         lb, hb = ("(" if low_open else "["), (")" if high_open else "]")
-        raise ValueError(f"{name} must be a real number in {lb}{low}, {high}{hb}; got {value!r}")
+        raise ConfigError(f"{name} must be a real number in {lb}{low}, {high}{hb}; got {value!r}")
     return float(value)
 
 
@@ -129,31 +138,31 @@ def check_choice(name: str, value, choices: Iterable) -> object:
     except TypeError:  # unhashable value
         ok = False
     if not ok:
-        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+        raise ConfigError(f"{name} must be one of {choices}; got {value!r}")
     return value
 
 
 def check_bool(name: str, value) -> bool:
     """``value`` if it is a ``bool``; else a ``ValueError``."""
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False; got {value!r}")
+        raise ConfigError(f"{name} must be True or False; got {value!r}")
     return value
 
 
 def _sequence(name: str, values, what: str, min_len: int) -> tuple:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"{name} must be a sequence of {what}; got {values!r}")
+        raise ConfigError(f"{name} must be a sequence of {what}; got {values!r}")
     values = tuple(values)
     if len(values) < min_len:
-        raise ValueError(f"{name} must hold at least {min_len} value(s); got {values!r}")
+        raise ConfigError(f"{name} must hold at least {min_len} value(s); got {values!r}")
     return values
 
 
 def _order(name: str, values: tuple, distinct: bool, increasing: bool) -> None:
     if distinct and len(set(values)) != len(values):
-        raise ValueError(f"{name} must be distinct; got {values!r}")
+        raise ConfigError(f"{name} must be distinct; got {values!r}")
     if increasing and list(values) != sorted(set(values)):
-        raise ValueError(f"{name} must be increasing; got {values!r}")
+        raise ConfigError(f"{name} must be increasing; got {values!r}")
 
 
 def check_reals(name: str, values, low: float = -math.inf, high: float = math.inf,
@@ -190,7 +199,7 @@ def check_instance(name: str, value, cls, optional: bool = False):
     """``value`` if it is an instance of ``cls`` (or ``None`` when ``optional``); else a ``ValueError``."""
     if (value is None and optional) or isinstance(value, cls):
         return value
-    raise ValueError(f"{name} must be {'None or ' if optional else ''}a {cls.__name__}; got {value!r}")
+    raise ConfigError(f"{name} must be {'None or ' if optional else ''}a {cls.__name__}; got {value!r}")
 
 
 def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: str | None = None) -> dict:
@@ -198,28 +207,28 @@ def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: s
     ``m >= min_m`` and the loss ``loss`` when given."""
     if not isinstance(train, dict) or not train or (kinds is not None and set(train) != set(kinds)):
         want = f"each of {tuple(kinds)}" if kinds is not None else "model kinds"
-        raise ValueError(f"{name} must map {want} to a TrainConfig; got {train!r}")
+        raise ConfigError(f"{name} must map {want} to a TrainConfig; got {train!r}")
     for k, tr in train.items():
         check_instance(f"{name}[{k!r}]", tr, TrainConfig)
         if min_m is not None and tr.m < min_m:
-            raise ValueError(f"{name}[{k!r}].m must be >= {min_m} so that the first d diagonal entries of W_B and "
+            raise ConfigError(f"{name}[{k!r}].m must be >= {min_m} so that the first d diagonal entries of W_B and "
                              f"W_C can be delta (Section 2); got m = {tr.m}")
         if loss is not None and tr.loss != loss:
-            raise ValueError(f"{name}[{k!r}].loss must be {loss!r}; got {tr.loss!r}")
+            raise ConfigError(f"{name}[{k!r}].loss must be {loss!r}; got {tr.loss!r}")
     return train
 
 
 def check_seeds(name: str, seeds) -> tuple:
     """A non-empty tuple of distinct non-negative integer seeds."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
-        raise ValueError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
+        raise ConfigError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
     seeds = tuple(seeds)
     if not seeds:
-        raise ValueError(f"{name} must hold at least one seed")
+        raise ConfigError(f"{name} must hold at least one seed")
     for i, s in enumerate(seeds):
         check_int(f"{name}[{i}]", s, 0)
     if len(set(seeds)) != len(seeds):
-        raise ValueError(f"{name} must be distinct; got {seeds!r}")
+        raise ConfigError(f"{name} must be distinct; got {seeds!r}")
     return tuple(int(s) for s in seeds)
 
 
@@ -331,7 +340,7 @@ class DataConfig(Config):
 
     def _check(self) -> None:
         if self.d <= self.M1 + self.M2 + self.V:
-            raise ValueError(
+            raise ConfigError(
                 f"d must exceed M1 + M2 + V = {self.M1 + self.M2 + self.V} so that all patterns are "
                 f"orthogonal (§3.2 asks M1 + M2 < d, and the outliers are orthogonal to both); got d = {self.d}"
             )
@@ -356,13 +365,13 @@ class TestConfig(Config):
     def _check(self) -> None:
         rows = self.v_coeffs
         if not isinstance(rows, tuple) or len(rows) == 0 or not all(isinstance(r, tuple) and r for r in rows):
-            raise ValueError(f"v_coeffs must be a non-empty tuple of non-empty tuples of reals; got {rows!r}")
+            raise ConfigError(f"v_coeffs must be a non-empty tuple of non-empty tuples of reals; got {rows!r}")
         if len({len(r) for r in rows}) != 1:
-            raise ValueError(f"v_coeffs rows must all have V entries; got lengths {[len(r) for r in rows]}")
+            raise ConfigError(f"v_coeffs rows must all have V entries; got lengths {[len(r) for r in rows]}")
         for i, r in enumerate(rows):
             check_reals(f"v_coeffs[{i}]", r)
             if sum(r) < self.L - 1e-12:
-                raise ValueError(
+                raise ConfigError(
                     f"each row of v_coeffs must have coefficients summing to at least L = {self.L} "
                     f"(Theorem 2(a)); row {r} sums to {sum(r):.3g}"
                 )
