@@ -108,9 +108,13 @@ _MODEL_KEYWORDS = ("m", "delta", "n_layers", "dtype")
 
 @dataclass(frozen=True)
 class Member:
-    """One independent run: initial values from ``(seed, "init")``, prompts from ``(seed, stage)`` drawn by
+    """One independent run: initial values from ``(seed, init)``, prompts from ``(seed, stage)`` drawn by
     ``data``, step size ``lr``, and the model ``build_model(kind, data.d, m=..., delta=..., n_layers=...,
-    **options)`` (``None`` keywords are left to ``build_model``'s defaults; ``options`` a dict or pairs)."""
+    **options)`` (``None`` keywords are left to ``build_model``'s defaults; ``options`` a dict or pairs).
+
+    ``init`` (default ``"init"``) and ``stage`` (default: the ``stage`` given to :func:`mambaicl.train.train`)
+    name the member's own streams, e.g. one per level of a multi-class model.
+    """
 
     seed: int
     kind: str
@@ -121,9 +125,15 @@ class Member:
     n_layers: int | None = None
     options: tuple = ()
     dtype: torch.dtype | None = None
+    init: str = "init"
+    stage: str | None = None
 
     def __post_init__(self) -> None:
         check_int("seed", self.seed, 0)
+        for name in ("init", "stage"):
+            value = getattr(self, name)
+            if not (isinstance(value, str) and value) and not (name == "stage" and value is None):
+                raise ConfigError(f"{name} must be a non-empty string naming a stream; got {value!r}")
         check_real("lr", self.lr, 0.0, low_open=True)
         if not isinstance(self.data, PromptSource) or not callable(getattr(self.data, "sample", None)):
             raise ConfigError(f"data must have d and sample(batch, generators) (PromptSource); got {self.data!r}")
@@ -179,11 +189,11 @@ def build_members(group: list, device) -> torch.nn.Module:
     m0 = group[0]
     kw = {k: getattr(m0, k) for k in ("m", "delta", "dtype") if getattr(m0, k) is not None} | dict(m0.options)
     if m0.n_layers is None:
-        return build_model(m0.kind, m0.data.d, generators=[torch_generator(m.seed, "init") for m in group],
+        return build_model(m0.kind, m0.data.d, generators=[torch_generator(m.seed, m.init) for m in group],
                            device=device, **kw)
     from .train import MemberStack
 
-    return MemberStack([build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, "init"),
+    return MemberStack([build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, m.init),
                                     device=device, **kw) for m in group]).to(device)
 
 
@@ -197,21 +207,23 @@ def _join(parts: list):
 
 class Draws:
     """The draw-replay of a group: member ``i`` with data ``D`` and seed ``s`` gets the prompts of the stream
-    ``(s, stage)`` drawn by ``D`` -- exactly those of a run of that member alone. Each distinct ``(D, s)`` has
-    its own generator and is drawn once per step (members equal in both share the draw)."""
+    ``(s, stage)`` (its own ``Member.stage`` if set) drawn by ``D`` -- exactly those of a run of that member
+    alone. Each distinct ``(D, s, stage)`` has its own generator and is drawn once per step (members equal in
+    all three share the draw)."""
 
     def __init__(self, group: list, stage: str, device) -> None:
-        self.sources = {}  # data -> list of seeds, in order of first use
-        for m in group:
+        self.sources = {}  # data -> list of (seed, stage), in order of first use
+        streams = [(m.seed, m.stage or stage) for m in group]
+        for m, st in zip(group, streams):
             seeds = self.sources.setdefault(m.data, [])
-            if m.seed not in seeds:
-                seeds.append(m.seed)
-        self.gens = [[torch_generator(s, stage) for s in seeds] for seeds in self.sources.values()]
+            if st not in seeds:
+                seeds.append(st)
+        self.gens = [[torch_generator(s, name) for s, name in seeds] for seeds in self.sources.values()]
         offset, row = 0, {}
         for data, seeds in self.sources.items():
-            row.update({(data, s): offset + j for j, s in enumerate(seeds)})
+            row.update({(data, st): offset + j for j, st in enumerate(seeds)})
             offset += len(seeds)
-        self.index = torch.tensor([row[(m.data, m.seed)] for m in group])
+        self.index = torch.tensor([row[(m.data, st)] for m, st in zip(group, streams)])
         self.identity = offset == len(group) and bool((self.index == torch.arange(len(group))).all())
         self.device = device
 

@@ -280,3 +280,16 @@ def test_step_size_search_uses_seeds_disjoint_from_the_reported_ones():
     assert s.versus_best(s.best).diff == 0.0
     with pytest.raises(ConfigError, match="^seeds must be disjoint from the reported seeds"):
         step_size_search(template, (0.01,), TrainConfig(steps=1), score, seeds=(1, 2), reported=(0, 1))
+
+
+def test_members_with_their_own_streams():
+    """Per-member init and training streams (e.g. one per level of a multi-class model) are used as given."""
+    ms = [Member(0, "mamba", _D1, 0.1, init=f"init/level{h}", stage=f"train/level{h}") for h in range(2)]
+    batch = train(ms, TrainConfig(steps=3, batch_size=4), progress=False)
+    alone = build_model("mamba", _DATA.d, generators=[torch_generator(0, "init/level1")])
+    fit(alone, synthetic_sampler(_PAT, _DATA, training_tasks(_DATA.M1)), seed=[0], stage="train/level1", steps=3,
+        batch_size=4, lr=0.1, progress=False)
+    for p, q in zip(_params(batch, 1), [p.detach()[0] for p in alone.parameters()]):
+        torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ConfigError, match="^stage must be a non-empty string"):
+        Member(0, "mamba", _D1, 0.1, stage="")
