@@ -2,7 +2,6 @@
 equivalences behind their batching, byte-identical results with per-seed values, means and standard errors, and
 the CLI listing and writing them."""
 import dataclasses
-import math
 import os
 import subprocess
 import sys
@@ -10,10 +9,10 @@ import sys
 import pytest
 import torch
 
-from mambaicl.data import training_prompts, training_tasks
+from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
 from mambaicl.models import build_model
-from mambaicl.seeding import torch_generator, torch_generators
+from mambaicl.seeding import torch_generators
 from mambaicl.train import fit, synthetic_sampler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -87,35 +86,16 @@ def test_first_heads_of_a_deeper_model_are_the_shallower_model():
 
 
 def test_boundary_grid_members_equal_separate_runs():
+    """Member j S + s of boundary's stack is p_a number j with seed s trained alone (the engine's draw-replay)."""
     pre = dataclasses.replace(boundary.TINY, train={k: dataclasses.replace(v, steps=10)
                                                     for k, v in fig2.FIG2.train.items()})
     pat = fig2.patterns(fig2.FIG2)
     seeds = (0, 2)
-    sampler = boundary.grid_sampler(pat, [dataclasses.replace(pre.data, p_a=p) for p in pre.p_as], training_tasks(6))
-    gens = torch_generators(seeds, "train")
-    pr, _ = sampler(4, gens)
-    for j, p in enumerate(pre.p_as):
-        for si, s in enumerate(seeds):
-            alone = training_prompts(pat, dataclasses.replace(pre.data, p_a=p), training_tasks(6), 4,
-                                     torch_generator(s, "train"))
-            assert torch.equal(pr[j * len(seeds) + si].P, alone.P)
-    # the generators end where one draw leaves them
-    ref = torch_generator(0, "train")
-    training_prompts(pat, pre.data, training_tasks(6), 4, ref)
-    assert torch.equal(gens[0].get_state(), ref.get_state())
-    stack, _ = boundary.train_grid(pre, "mamba", pat, seeds)
+    stack, _ = boundary.trained_grid(pre, "mamba", pat, seeds)
     single = build_model("mamba", 30, m=31, generators=torch_generators(seeds, "init"))
     fit(single, synthetic_sampler(pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6)),
         seed=list(seeds), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr, progress=False)
     assert torch.allclose(stack.w.detach()[2:4], single.w.detach(), rtol=0, atol=1e-12)
-
-
-def test_crossing_alpha_interpolates_and_censors():
-    a = (0.0, 0.2, 0.4, 0.6)
-    assert boundary.crossing_alpha(a, (0.1, 0.2, 0.3, 0.9), 0.25) == pytest.approx(0.3)
-    assert boundary.crossing_alpha(a, (0.3, 0.4, 0.5, 0.9), 0.25) == 0.0
-    assert math.isnan(boundary.crossing_alpha(a, (0.1, 0.1, 0.1, 0.2), 0.25))
-    assert boundary.crossing_alpha(a, (0.1, 0.25, 0.1, 0.9), 0.25) == pytest.approx(0.2)  # first crossing
 
 
 def test_gates_mamba_and_none_take_figure2_step_sizes():
