@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (DataConfig, TestConfig, check_choices, check_reals, check_trains,
+from ..config import (ConfigError, DataConfig, TestConfig, check_choices, check_instance, check_reals, check_trains,
                       instance, integer, real, reals, to_dict, trains)
 from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
 from ..evaluate import model_error, predict, zero_one_error
@@ -64,13 +64,15 @@ class GatesPreset(Preset):
     pattern_seed: int = integer(0, 0)
 
     def _check(self) -> None:
-        if not self.gates or not all(isinstance(g, GateConfig) for g in self.gates):
-            raise ValueError(f"gates must be a non-empty tuple of GateConfig; got {self.gates!r}")
+        if not isinstance(self.gates, tuple) or not self.gates:
+            raise ConfigError(f"gates must be a non-empty tuple of GateConfig; got {self.gates!r}")
+        for i, g in enumerate(self.gates):
+            check_instance(f"gates[{i}]", g, GateConfig)
         fams = check_choices("gates' families", tuple(g.family for g in self.gates), GATE_FAMILIES)
         check_trains("train", self.train, fams, min_m=self.data.d)
         budgets = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.train.values()}
         if len(budgets) != 1:
-            raise ValueError(f"train must give every family the same budget (steps, batch_size, optimizer, "
+            raise ConfigError(f"train must give every family the same budget (steps, batch_size, optimizer, "
                              f"loss); got {sorted(budgets)}")
 
     @property

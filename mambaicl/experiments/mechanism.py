@@ -32,7 +32,7 @@ import torch
 from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
 from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
+from ..config import (DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
                       choices, instance, integer, integers, real, to_dict)
 from ..data import Patterns, all_tasks, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
@@ -251,8 +251,7 @@ class MechanismResult(Result):
 
     def sum_curve(self, layer: int, which: str) -> tuple[list, list, list]:
         """``(steps, mean, se)`` over seeds of Corollary 1's ``which`` sum (``"same"``/``"other"``) in ``layer``."""
-        if which not in ("same", "other"):
-            raise ValueError(f"which must be 'same' or 'other'; got {which!r}")
+        check_choice("which", which, ("same", "other"))
         per = self.sums[which]  # [seed][record][layer]
         stats = [mean_se([per[s][k][layer] for s in range(len(per))]) for k in range(len(self.sums["steps"]))]
         return list(self.sums["steps"]), [m for m, _ in stats], [0.0 if se != se else se for _, se in stats]

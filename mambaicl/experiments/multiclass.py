@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 
 from ..analysis.stats import error_mean_se
-from ..config import (ONE_LAYER_KINDS, DataConfig, TestConfig, check_choice, check_int, check_trains,
+from ..config import (ONE_LAYER_KINDS, ConfigError, DataConfig, TestConfig, check_choice, check_int, check_trains,
                       choices, instance, integer, integers, reals, to_dict, trains)
 from ..data import all_tasks, training_tasks
 from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
@@ -62,7 +62,7 @@ class MulticlassPreset(Preset):
     def _check(self) -> None:
         for i, C in enumerate(self.classes):
             if C & (C - 1):
-                raise ValueError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
+                raise ConfigError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
                                  f"App. 13); got {C}")
         check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
 

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_trains, choice,
+from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_choice, check_instance, check_int,
+                      check_trains, choice,
                       flag, instance, integer, integers, real, reals, to_dict, trains)
 from ..data import all_tasks, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
@@ -64,8 +65,7 @@ class App14Spec(Config):
 
     def _check(self) -> None:
         check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d, loss="squared")
-        if self.test.rule != "C":
-            raise ValueError(f"app14.test.rule must be 'C' (App. 14: outlier outputs are random); got {self.test.rule!r}")
+        check_choice("app14.test.rule", self.test.rule, ("C",))  # App. 14: outlier outputs are random
 
 
 @dataclass(frozen=True)
@@ -109,13 +109,11 @@ class RegressionPreset(Preset):
 
     def _check(self) -> None:
         check_trains("one_layer", self.one_layer, ONE_LAYER, min_m=self.task.d_model_input, loss="squared")
-        if not isinstance(self.deep, dict) or not set(self.deep) <= set(ONE_LAYER):
-            raise ValueError(f"deep must map kinds among {ONE_LAYER} to DeepConfig; got {self.deep!r}")
+        check_instance("deep", self.deep, dict)
         for k, dc in self.deep.items():
-            if not isinstance(dc, DeepConfig) or dc.kind != k:
-                raise ValueError(f"deep[{k!r}] must be a DeepConfig of kind {k!r}; got {dc!r}")
-        if self.deep_train.loss != "squared":
-            raise ValueError(f"deep_train must be a TrainConfig with loss 'squared'; got {self.deep_train!r}")
+            check_choice("deep's kinds", k, ONE_LAYER)
+            check_choice(f"deep[{k!r}].kind", check_instance(f"deep[{k!r}]", dc, DeepConfig).kind, (k,))
+        check_choice("deep_train.loss", self.deep_train.loss, ("squared",))
 
 
 #: "regression": App. 14 with Figure 2's step sizes (SGD on the squared loss); linear regression in d = 4
