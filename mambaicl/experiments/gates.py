@@ -30,18 +30,18 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (ConfigError, DataConfig, TestConfig, check_choices, check_instance, check_reals, check_trains,
+from ..config import (ConfigError, DataConfig, TestConfig, check_choices, check_instance, check_trains,
                       instance, integer, real, reals, to_dict, trains)
-from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
-from ..evaluate import model_error, predict, zero_one_error
-from ..models.gla import GATE_FAMILIES, GateConfig, build_gla
+from ..data import Patterns, all_tasks, test_prompts, training_tasks
+from ..evaluate import predict, zero_one_error
+from ..models.gla import GATE_FAMILIES, GateConfig, GLAStack
 from ..seeding import torch_generators
-from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
+from ..train import Member, SyntheticData, train
 from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
-           "DEFAULT_SEEDS", "GatesResult", "train_family", "gate_statistics", "run", "eta_search", "GateEtaSearch"]
+           "DEFAULT_SEEDS", "GatesResult", "family_members", "as_gla", "gate_statistics", "run"]
 
 
 #: step sizes of the families that Figure 2 does not train, from :func:`eta_search` (3 seeds, 1000 steps)
@@ -113,15 +113,31 @@ def patterns(preset: GatesPreset) -> Patterns:
     return fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
 
 
-def train_family(preset: GatesPreset, family: str, pat: Patterns, seeds, *, device=None, progress: bool = False):
-    """One :class:`GLAStack` of ``family`` per seed, trained on Definition 1 prompts; ``(stack, history)``."""
-    seeds = resolve_seeds(seeds)
-    tr = preset.train[family]
-    stack = build_gla(preset.gate(family), preset.data.d, m=tr.m, delta=tr.delta,
-                      generators=torch_generators(seeds, "init"), dtype=pat.mu.dtype, device=resolve_device(device))
-    hist = fit(stack, synthetic_sampler(pat, preset.data, training_tasks(preset.data.M1)), seed=list(seeds),
-               progress=progress, **fit_kwargs(tr))
-    return stack, hist
+def _kind(family: str) -> str:
+    """The engine's model kind of a family: Mamba's gate is Eq. (3)'s (``"mamba"``), no gate is ``"linear"``."""
+    return {"mamba": "mamba", "none": "linear"}.get(family, family)
+
+
+def family_members(preset: GatesPreset, family: str, pat: Patterns, seeds) -> list:
+    """One :class:`mambaicl.train.Member` of ``family`` per seed on Definition 1 prompts, with the family's
+    step size, ``m``, ``delta`` and gate settings (``tau``, ``gamma``, ``a``)."""
+    tr, g = preset.train[family], preset.gate(family)
+    options = {} if family in ("mamba", "none") else {"tau": g.tau, "gamma": g.gamma, "a": g.a}
+    data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
+    return [Member(s, _kind(family), data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype, options=options)
+            for s in resolve_seeds(seeds)]
+
+
+def as_gla(stack, gate: GateConfig) -> GLAStack:
+    """``stack`` as a :class:`GLAStack` of ``gate``'s family (whose gates :func:`gate_statistics` reads): itself,
+    or for ``"mamba"`` / ``"none"`` the :class:`GLAStack` holding the trained Eq. (3) parameters (the same model)."""
+    if isinstance(stack, GLAStack):
+        return stack
+    gla = GLAStack(gate, stack.d, stack.m, stack.delta, [torch.Generator()] * stack.n_seeds, dtype=stack.W_B.dtype)
+    with torch.no_grad():
+        for name, p in gla.named_parameters():
+            p.copy_(getattr(stack, name))
+    return gla.to(stack.W_B.device)
 
 
 @torch.no_grad()
@@ -188,15 +204,20 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
     tests = [test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
                           torch_generators(seeds, f"test/{preset.test.rule}/{float(a)}")) for a in preset.alphas]
     errors, per_seed, ses, g_out, g_clean, profile, final, models, hists = ({} for _ in range(9))
-    for fam in preset.families:
-        stack, hist = train_family(preset, fam, pat, seeds, device=device, progress=progress)
+    S = len(seeds)
+    # every family in one call: one stacked model per family, the same budget, each family its own step size
+    trained = train([m for fam in preset.families for m in family_members(preset, fam, pat, seeds)],
+                    preset.train[preset.families[0]], device=resolve_device(device), progress=progress)
+    for j, fam in enumerate(preset.families):
+        group = trained.locate(j * S)[0]  # members j S .. j S + S - 1, in slots 0 .. S - 1
+        stack, hist = as_gla(group.model, preset.gate(fam)), group.history
         rows = []  # [alpha][seed]
         for pr in tests:  # the same prompts for every family (paired)
             F = predict(stack, pr)  # (S, n)
-            rows.append([zero_one_error(F[s], pr.z[s]) for s in range(len(seeds))])
+            rows.append([zero_one_error(F[s], pr.z[s]) for s in range(S)])
         stats = [error_mean_se(r, preset.n_test) for r in rows]
         errors[fam], ses[fam] = [m for m, _ in stats], [se for _, se in stats]
-        per_seed[fam] = [[rows[i][s] for i in range(len(rows))] for s in range(len(seeds))]
+        per_seed[fam] = [[rows[i][s] for i in range(len(rows))] for s in range(S)]
         gs = gate_statistics(stack, gate_pr)
         for key, dest in (("outlier", g_out), ("clean", g_clean)):
             m, se = mean_se(gs[key])
@@ -209,42 +230,3 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
                        errors_se=ses, gate_alpha=preset.gate_alpha, gate_outlier=g_out, gate_clean=g_clean,
                        gate_profile=profile, final_train_loss=final, config=to_dict(preset), models=models,
                        histories=hists, spec=preset)
-
-
-@dataclass
-class GateEtaSearch(Result):
-    """Validation hinge loss and 0-1 error (mean over seeds) of each step size for one family."""
-
-    family: str
-    lrs: list
-    seeds: list
-    hinge: list  # inf where a seed diverged
-    error: list
-    best: float
-
-
-def eta_search(preset: GatesPreset, family: str, lrs=(0.01, 0.03, 0.1, 0.3, 1.0), seeds=(0, 1, 2),
-               n_val: int = 4000) -> GateEtaSearch:
-    """The step size of ``family`` with the lowest validation hinge loss on Definition 1 prompts (training
-    tasks, stream ``(seed, "validation")``) after the preset's budget; like :func:`fig2.eta_search`."""
-    seeds = resolve_seeds(seeds)
-    lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
-    if family not in preset.families:
-        raise ValueError(f"family must be one of the preset's {preset.families}; got {family!r}")
-    pat = patterns(preset)
-    val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val, torch_generators(seeds, "validation"))
-    hinge, error = [], []
-    for lr in lrs:
-        pre = dataclasses.replace(preset, train={**preset.train, family: dataclasses.replace(preset.train[family], lr=lr)})
-        try:
-            stack, _ = train_family(pre, family, pat, seeds)
-        except FloatingPointError:
-            hinge.append(float("inf"))
-            error.append(1.0)
-            continue
-        with torch.no_grad():
-            h = loss_per_model("hinge", predict(stack, val), val.z)
-        hinge.append(float(h.mean()) if bool(torch.isfinite(h).all()) else float("inf"))
-        error.append(sum(model_error(stack, val, val.z)) / len(seeds))
-    best = lrs[min(range(len(lrs)), key=lambda i: hinge[i])]
-    return GateEtaSearch(family=family, lrs=list(lrs), seeds=list(seeds), hinge=hinge, error=error, best=best)
