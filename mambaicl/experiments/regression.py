@@ -40,14 +40,13 @@ from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, c
 from ..data import all_tasks, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
-from ..models import build_model
 from ..seeding import torch_generator, torch_generators
-from ..train import fit, fit_kwargs, synthetic_sampler
+from ..train import Member, MemberStack, SampledData, SyntheticData, train
 from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
-           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "train_linreg", "run"]
+           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data", "linreg_members", "run"]
 
 ONE_LAYER = ("mamba", "linear")
 
@@ -137,7 +136,7 @@ DEFAULT_SEEDS = (0, 1, 2)
 
 
 def length_sampler(task: LinRegTask):
-    """``sample_batch`` for :func:`mambaicl.train.fit`: at every call a length ``l`` in ``[l_min, l_max]`` from the
+    """The sample function of :func:`linreg_data`: at every call a length ``l`` in ``[l_min, l_max]`` from the
     schedule stream ``(schedule_seed, "lengths")`` (the same sequence for every model and seed), then one
     batch per generator; returns ``(P, z)`` (stacked ``(S, batch, ...)`` for a list of generators)."""
     sched = torch_generator(task.schedule_seed, "lengths")
@@ -150,26 +149,31 @@ def length_sampler(task: LinRegTask):
     return sample
 
 
-def train_linreg(preset: RegressionPreset, seeds, *, device=None, progress: bool = False) -> dict:
-    """Every linear-regression model: ``{"one_layer/<kind>": OneLayerStack, "deep/<kind>": [model per seed]}``."""
-    seeds = resolve_seeds(seeds)
-    task, D = preset.task, preset.task.d_model_input
-    out = {}
-    for kind, tr in preset.one_layer.items():
-        stack = build_model(kind, D, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
-                            device=resolve_device(device))
-        fit(stack, length_sampler(task), seed=list(seeds), stage="train/linreg", progress=progress, **fit_kwargs(tr))
-        out[f"one_layer/{kind}"] = stack
+def linreg_data(task: LinRegTask) -> SampledData:
+    """The linear-regression task as a member's data (:class:`mambaicl.train.SampledData`), with its own fresh
+    length schedule (:func:`length_sampler`): one per trained group, so every model sees the same lengths."""
+    fn = length_sampler(task)
+    return SampledData(fn, task.d_model_input, key=("linreg", task, id(fn)))
+
+
+def linreg_members(preset: RegressionPreset, seeds) -> dict:
+    """``{"one_layer/<kind>" or "deep/<kind>": (members, TrainConfig)}``: one :class:`mambaicl.train.Member` per
+    seed of every linear-regression model, each model on its own :func:`linreg_data`."""
+    seeds, task = resolve_seeds(seeds), preset.task
+    out = {f"one_layer/{kind}": ([Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta) for s in seeds], tr)
+           for kind, tr in preset.one_layer.items() for data in [linreg_data(task)]}
     for kind, dc in preset.deep.items():
-        models = []
-        for s in seeds:
-            model = build_model(kind, D, generator=torch_generator(s, "init"), device=resolve_device(device),
-                                **dc.model_kwargs())
-            fit(model, length_sampler(task), seed=s, stage="train/linreg", progress=progress,
-                **fit_kwargs(preset.deep_train))
-            models.append(model)
-        out[f"deep/{kind}"] = models
+        kw, data = dc.model_kwargs(), linreg_data(task)
+        n_layers, delta = kw.pop("n_layers"), kw.pop("delta", None)
+        out[f"deep/{kind}"] = ([Member(s, kind, data, preset.deep_train.lr, n_layers=n_layers, delta=delta,
+                                       options=kw) for s in seeds], preset.deep_train)
     return out
+
+
+def _trained(members: list, cfg: TrainConfig, stage: str, device, progress: bool):
+    """The engine's stacked model of ``members`` (all of one group); a deep stack as its list of per-seed models."""
+    model = train(members, cfg, stage=stage, device=resolve_device(device), progress=progress).model(0)
+    return list(model.members) if isinstance(model, MemberStack) else model
 
 
 @torch.no_grad()
@@ -225,13 +229,9 @@ def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
 def _app14(spec: App14Spec, seeds, device, progress) -> tuple:
     pat = fig2.patterns(fig2.FIG2)
     tasks = all_tasks(spec.data.M1)
-    stacks = {}
-    for kind, tr in spec.train.items():
-        stack = build_model(kind, spec.data.d, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
-                            dtype=pat.mu.dtype, device=resolve_device(device))
-        fit(stack, synthetic_sampler(pat, spec.data, training_tasks(spec.data.M1)), seed=list(seeds),
-            progress=progress, **fit_kwargs(tr))
-        stacks[kind] = stack
+    data = SyntheticData(pat, spec.data, training_tasks(spec.data.M1))
+    stacks = {kind: _trained([Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype) for s in seeds],
+                             tr, "train", device, progress) for kind, tr in spec.train.items()}
     sq = {k: [] for k in [*stacks, "least_squares"]}
     zo = {k: [] for k in [*stacks, "least_squares"]}
     for a in spec.alphas:
@@ -252,7 +252,8 @@ def run(preset: RegressionPreset = REGRESSION, *, seeds=DEFAULT_SEEDS, device=No
     """App. 14 (if the preset has it) and the linear-regression task, every model and least squares."""
     seeds = resolve_seeds(seeds)
     app14, app14_models = ({}, {}) if preset.app14 is None else _app14(preset.app14, seeds, device, progress)
-    models = train_linreg(preset, seeds, device=device, progress=progress)
+    models = {name: _trained(ms, cfg, "train/linreg", device, progress)
+              for name, (ms, cfg) in linreg_members(preset, seeds).items()}
     by_len, by_alpha = _linreg_curves(preset, models, seeds)
     return RegressionResult(preset=preset.name, seeds=list(seeds), lengths=list(preset.lengths),
                             alphas=list(preset.alphas), alpha_lengths=preset.alpha_lengths, l_alphas=preset.l_alphas,
