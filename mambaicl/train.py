@@ -105,8 +105,9 @@ def _record(history: TrainHistory, step: int, per_model: torch.Tensor, model: nn
     history.steps.append(step)
     history.loss.append(per_model.detach().tolist())
     for name, probe in (probes or {}).items():
-        value = probe(model)
-        history.probes.setdefault(name, []).append(value.tolist() if isinstance(value, torch.Tensor) else float(value))
+        value = probe(model)  # a float, a tensor, or a dict of them (each recorded under its own name)
+        for key, v in (value.items() if isinstance(value, dict) else [(name, value)]):
+            history.probes.setdefault(key, []).append(v.tolist() if isinstance(v, torch.Tensor) else float(v))
 
 
 # ---------------------------------------------------------------- the engine: members trained as one stack
@@ -297,7 +298,8 @@ def train(members: Sequence[Member], cfg: TrainConfig, *, stage: str = "train", 
         stage: the stream name of the training prompts.
         device: where models and batches live (default CPU).
         record_every: an interval (step 0 and the last included) or the list of steps to record at.
-        probes: ``name -> probe(model)``, evaluated (no gradients) on each group's model at every record.
+        probes: ``name -> probe(model)``, evaluated (no gradients) on each group's model at every record; a
+            probe may return a dict ``{key: value}``, recorded under each key.
         freeze: parameter names kept at their initial values (a diagnostic).
         nonfinite: ``"raise"``: a non-finite loss or output raises ``FloatingPointError`` naming the member
             (seed, lr, kind); ``"mark"``: that member stops moving and ``Group.dead`` says so.

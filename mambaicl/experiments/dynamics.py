@@ -35,8 +35,8 @@ as one :class:`mambaicl.models.OneLayerStack` with one slot per (setting, seed):
 initialises from ``(s, "init")``, draws its training prompts from ``(s, "train")`` and is
 measured on prompts from ``(s, "validation")``, exactly as a separate run of setting ``k`` with
 seed ``s`` would (all settings of one seed see the same uniforms: common random numbers, which
-make the per-seed log-log slopes precise). Each slot's step size is applied by scaling that
-slot's gradient (plain SGD: ``eta_s g_s``). ``beta``, ``M1`` and ``l_tr`` change the patterns
+make the per-seed log-log slopes precise); :func:`mambaicl.train.train` does the batching, the draw-replay
+and each slot's step size. ``beta``, ``M1`` and ``l_tr`` change the patterns
 or the shapes: one stack per value.
 """
 from __future__ import annotations
@@ -51,19 +51,18 @@ from torch import nn
 from ..analysis.fits import loglog_slope, relaxation_time, window_slope
 from ..analysis.lemmas import lemma4_horizon, stack_probes
 from ..analysis.stats import mean_se
-from ..config import (DataConfig, check_choice, check_int, check_real, check_reals, instance, integer, integers,
-                      real, reals, to_dict)
-from ..data import Patterns, Prompts, make_patterns, training_prompts, training_tasks
+from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_int, check_real, check_reals,
+                      instance, integer, integers, real, reals, to_dict)
+from ..data import Patterns, Prompts, make_patterns, training_tasks
 from ..evaluate import zero_one_error
-from ..models import build_model
 from ..seeding import torch_generator
-from ..train import fit, loss_per_model
+from ..train import Draws, Member, SyntheticData, loss_per_model, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
            "factor_value", "theorem_conditions", "initial_margin", "log_corrected", "LEMMA_PREDICTED", "SlotRun",
-           "train_settings", "DynamicsResult", "run"]
+           "trained_settings", "DynamicsResult", "run"]
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 KINDS = ("mamba", "linear")
@@ -196,64 +195,6 @@ def theorem_conditions(setting: Setting, batch_size: int, epsilon: float) -> dic
 # ---------------------------------------------------------------- seed stacks of several settings
 
 
-class _ScaleGrad(torch.autograd.Function):
-    """Identity forward; the backward multiplies slot ``s``'s gradient by ``scale[s]``."""
-
-    @staticmethod
-    def forward(ctx, F, scale):
-        ctx.save_for_backward(scale)
-        return F.view_as(F)
-
-    @staticmethod
-    def backward(ctx, g):
-        (scale,) = ctx.saved_tensors
-        return g * scale.unsqueeze(-1), None
-
-
-class _PerSlotStep(nn.Module):
-    """A seed stack whose slot ``s`` is trained with step size ``lr[s]`` by SGD at ``lr = 1``.
-
-    A non-finite output stops training with a ``FloatingPointError`` naming the slot (``labels[s]``).
-    """
-
-    def __init__(self, stack: nn.Module, lrs: torch.Tensor, labels: list) -> None:
-        super().__init__()
-        self.stack = stack
-        self.labels = labels
-        self.register_buffer("lrs", lrs)
-
-    def forward(self, P) -> torch.Tensor:
-        F = self.stack(P)  # (slots, batch)
-        bad = ~torch.isfinite(F).all(-1)
-        if bool(bad.any()):
-            raise FloatingPointError(f"non-finite output in slot {self.labels[int(bad.nonzero()[0])]}; "
-                                     "the step size is too large for this setting")
-        return _ScaleGrad.apply(F, self.lrs.to(F.dtype))
-
-
-def _cat_prompts(parts: list) -> Prompts:
-    """Stacked prompts ``(S_1 + S_2 + ..., batch, ...)`` from ``(S_k, batch, ...)`` batches on the same patterns."""
-    shared = {"mu", "nu", "outliers"}
-    return Prompts(**{f.name: getattr(parts[0], f.name) if f.name in shared
-                      else torch.cat([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Prompts)})
-
-
-def _clone(g: torch.Generator) -> torch.Generator:
-    c = torch.Generator(device=g.device)
-    c.set_state(g.get_state())
-    return c
-
-
-def _prompts_per_setting(pat: Patterns, datas: list, tasks, batch: int, gens: list) -> Prompts:
-    """Definition 1 prompts for every (setting, seed) slot, setting-major: all settings of seed ``s`` use the
-    uniforms of ``gens[s]`` (as separate runs would); settings with equal data share one draw; ``gens``
-    advance once."""
-    unique = list(dict.fromkeys(datas))
-    copies = [[_clone(g) for g in gens] for _ in unique[:-1]] + [gens]
-    drawn = {dc: training_prompts(pat, dc, tasks, batch, gk) for dc, gk in zip(unique, copies)}
-    return _cat_prompts([drawn[dc] for dc in datas])
-
-
 @dataclass
 class SlotRun:
     """The recorded curves of one stack: ``curves[name]`` is ``(len(steps), n_slots)``; slots setting-major."""
@@ -277,46 +218,30 @@ def _measure(stack, pat: Patterns, pr: Prompts) -> dict:
     return out
 
 
-def train_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -> SlotRun:
-    """Train every (setting, seed) slot of one group (same patterns and shapes) as one seed stack.
+def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -> SlotRun:
+    """Every (setting, seed) slot of one group (same patterns and shapes) trained as one seed stack by
+    :func:`mambaicl.train.train` (slot ``k S + s``: ``settings[k]``, ``seeds[s]``, its own step size).
 
     Records the population hinge loss, the 0-1 error and the Lemma 3-6 probes
-    (:func:`mambaicl.analysis.lemmas.stack_probes`) on fixed Definition 1 prompts at
-    :func:`record_steps`.
+    (:func:`mambaicl.analysis.lemmas.stack_probes`) on fixed Definition 1 prompts (stream
+    ``(s, "validation")``, drawn by each slot's own data) at :func:`record_steps`.
     """
     seeds = resolve_seeds(seeds)
     if not settings or len({st.group for st in settings}) != 1:
-        raise ValueError("settings must be a non-empty list sharing kind, patterns and shapes (Setting.group)")
+        raise ConfigError("settings must be a non-empty list sharing kind, patterns and shapes (Setting.group)")
     device = resolve_device(device)
-    kind, d0 = settings[0].kind, settings[0].data
+    d0 = settings[0].data
     pat = make_patterns(d0, torch_generator(preset.pattern_seed, "patterns"))
     tasks = training_tasks(d0.M1)
-    datas = [st.data for st in settings]
-    init = [torch_generator(s, "init") for _ in settings for s in seeds]
-    stack = build_model(kind, d0.d, m=d0.d + 1, delta=preset.delta, generators=init, device=device)
-    lrs = torch.tensor([st.lr for st in settings for _ in seeds], dtype=torch.float64, device=device)
-    labels = [f"{st.kind}, eta = {st.lr}, {st.data}, seed {s}" for st in settings for s in seeds]
-    model = _PerSlotStep(stack, lrs, labels)
-    val = _prompts_per_setting(pat, datas, tasks, preset.n_eval,
-                               [torch_generator(s, "validation") for s in seeds]).to(device)
+    data = {st.data: SyntheticData(pat, st.data, tasks) for st in settings}
+    ms = [Member(s, st.kind, data[st.data], st.lr, m=d0.d + 1, delta=preset.delta) for st in settings for s in seeds]
+    val, _ = Draws(ms, "validation", device)(preset.n_eval)
     grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
-    when = set(grid)
-    rec = {}
-
-    def record(t: int, m) -> None:
-        if t in when:
-            for name, v in _measure(stack, pat.to(device=device), val).items():
-                rec.setdefault(name, []).append(v.detach().cpu())
-
-    def sample(batch: int, gens):
-        pr = _prompts_per_setting(pat, datas, tasks, batch, gens)
-        return pr, pr.z
-
-    record(0, model)
-    fit(model, sample, steps=preset.steps, batch_size=preset.batch_size, lr=1.0, seed=list(seeds), device=device,
-        record_every=preset.steps, progress=False, callback=lambda step, m: record(step + 1, m))
-    curves = {name: torch.stack(v).double() for name, v in rec.items()}
-    return SlotRun(settings=list(settings), seeds=seeds, steps=grid, curves=curves, stack=stack)
+    pat_d = pat.to(device=device)
+    tr = train(ms, TrainConfig(steps=preset.steps, batch_size=preset.batch_size), device=device, progress=False,
+               record_every=grid, probes={"measure": lambda stack: _measure(stack, pat_d, val)})
+    curves = {name: torch.tensor(v, dtype=torch.float64) for name, v in tr.groups[0].history.probes.items()}
+    return SlotRun(settings=list(settings), seeds=seeds, steps=grid, curves=curves, stack=tr.models[0])
 
 
 # ---------------------------------------------------------------- from curves to counts, exponents and rates
@@ -490,7 +415,7 @@ def _train_all(settings: list, seeds, preset: DynamicsPreset, device) -> dict:
     groups = {}
     for st in settings:
         groups.setdefault(st.group, []).append(st)
-    return _by_setting([train_settings(g, seeds, preset, device) for g in groups.values()])
+    return _by_setting([trained_settings(g, seeds, preset, device) for g in groups.values()])
 
 
 def _unique(kind: str, preset: DynamicsPreset) -> list:
