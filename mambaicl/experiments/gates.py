@@ -17,10 +17,12 @@ Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")``
 ``"mamba"`` / ``"none"`` are bit-for-bit Figure 2's Mamba and linear Transformer when the
 budgets agree) and its gates are read on ``(s, "gates")``. Patterns: Figure 2's.
 
-Step sizes: ``"mamba"`` and ``"none"`` take Figure 2's (``fig2.FIG2.train``, read when this module
-is imported); the others come from :func:`eta_search` (lowest validation hinge loss on Definition 1
-prompts, the training distribution, over ``(0.01, 0.03, 0.1, 0.3, 1.0)``, 3 seeds), recorded in
-:data:`SEARCHED_LR`.
+Step sizes: ``"mamba"`` and ``"none"`` take Figure 2's (:data:`mambaicl.config.SYNTHETIC_LR`, read when this module
+is imported); the others come from the book's one step-size search (:func:`lr_search`, i.e.
+:func:`mambaicl.analysis.stepsize.step_size_search`: lowest validation hinge loss on Definition 1 prompts, the
+training distribution, over :data:`ETA_GRID`, 3 seeds), recorded in :data:`SEARCHED_LR`. The search's seeds
+are disjoint from :data:`DEFAULT_SEEDS` (the reported ones); the recorded values came from a search on seeds
+0-2, before the search and the report were separated.
 """
 from __future__ import annotations
 
@@ -30,21 +32,24 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (ConfigError, DataConfig, TestConfig, check_choices, check_instance, check_trains,
-                      instance, integer, real, reals, to_dict, trains)
-from ..data import Patterns, all_tasks, test_prompts, training_tasks
+from ..analysis.stepsize import StepSizeSearch, search_seeds, step_size_search
+from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, check_choice,
+                      check_choices, check_instance, check_trains, instance, integer, real, reals, synthetic_trains,
+                      to_dict, trains)
+from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..models.gla import GATE_FAMILIES, GateConfig, GLAStack
-from ..seeding import torch_generators
-from ..train import Member, SyntheticData, train
-from . import fig2
+from ..seeding import torch_generator, torch_generators
+from ..train import Member, SyntheticData, loss_per_model, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
-           "DEFAULT_SEEDS", "GatesResult", "family_members", "as_gla", "gate_statistics", "run"]
+           "DEFAULT_SEEDS", "GatesResult", "family_members", "as_gla", "gate_statistics", "run",
+           "ETA_GRID", "lr_search"]
 
 
-#: step sizes of the families that Figure 2 does not train, from :func:`eta_search` (3 seeds, 1000 steps)
+#: step sizes of the families that Figure 2 does not train, from the search over :data:`ETA_GRID` (3 seeds, 1000 steps)
+ETA_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
 SEARCHED_LR = {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retnet": 0.01, "gla": 0.3,
                "gla_app12": 0.3}
 
@@ -53,8 +58,8 @@ SEARCHED_LR = {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retn
 class GatesPreset(Preset):
     """One gate comparison: Figure 2's data and rule-A test shift, a gate per family, the same budget for all."""
 
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
+    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="A"))
     gates: tuple = ()
     train: dict = trains(dict)
     alphas: tuple = reals(tuple(round(0.1 * i, 1) for i in range(10)), 0.0, 1.0, high_open=True)
@@ -84,11 +89,11 @@ class GatesPreset(Preset):
 
 
 def _lrs() -> dict:
-    return {"mamba": fig2.FIG2.train["mamba"].lr, "none": fig2.FIG2.train["linear"].lr, **SEARCHED_LR}
+    return {"mamba": SYNTHETIC_LR["mamba"], "none": SYNTHETIC_LR["linear"], **SEARCHED_LR}
 
 
 def _app12() -> GatesPreset:
-    base = fig2.FIG2.train["mamba"]
+    base = synthetic_trains()["mamba"]
     lrs = _lrs()
     gates = tuple(GateConfig(family=f) for f in GATE_FAMILIES)
     return GatesPreset(name="app12", gates=gates,
@@ -110,7 +115,7 @@ DEFAULT_SEEDS = (0, 1, 2)
 
 def patterns(preset: GatesPreset) -> Patterns:
     """Figure 2's patterns (stream ``(pattern_seed, "patterns")``)."""
-    return fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+    return make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
 
 
 def _kind(family: str) -> str:
@@ -230,3 +235,22 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
                        errors_se=ses, gate_alpha=preset.gate_alpha, gate_outlier=g_out, gate_clean=g_clean,
                        gate_profile=profile, final_train_loss=final, config=to_dict(preset), models=models,
                        histories=hists, spec=preset)
+
+
+def lr_search(preset: GatesPreset, family: str, lrs=ETA_GRID, seeds=None, n_val: int = 4000) -> StepSizeSearch:
+    """The step size of ``family`` by the book's one search (:func:`mambaicl.analysis.stepsize.step_size_search`):
+    lowest mean validation hinge loss on Definition 1 prompts (training tasks, stream ``(seed, "validation")``)
+    after the preset's budget. Default seeds: the first three not in :data:`DEFAULT_SEEDS` (the reported ones)."""
+    check_choice("family", family, preset.families)
+    seeds = search_seeds(DEFAULT_SEEDS, 3) if seeds is None else resolve_seeds(seeds)
+    pat = patterns(preset)
+    val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val,
+                           torch_generators(seeds, "validation"))
+    vals = val[torch.arange(len(seeds)).repeat(len(tuple(lrs)))]  # member k S + s reads seed s's prompts
+
+    def hinge(trained) -> list:
+        with torch.no_grad():
+            return loss_per_model("hinge", predict(trained.models[0], vals), vals.z).tolist()
+
+    return step_size_search(family_members(preset, family, pat, seeds[:1])[0], lrs, preset.train[family], hinge,
+                            seeds=seeds, reported=DEFAULT_SEEDS)

@@ -18,7 +18,7 @@ Glossary (code name -> paper symbol):
 
 Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")`` and is measured
 on ``(s, "test/mechanism")`` (and ``"test/sums"``, ``"test/groups"``, ``"test/placement"``); the patterns are Figure 2's (shared by all seeds, see
-:mod:`mambaicl.experiments.fig2`).
+:mod:`mambaicl.experiments.fig2`, from ``(0, "patterns")``).
 """
 from __future__ import annotations
 
@@ -32,14 +32,13 @@ import torch
 from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
 from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
-                      choices, instance, integer, integers, real, to_dict)
-from ..data import Patterns, all_tasks, task_groups, test_prompts, training_tasks
+from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
+                      check_int, check_ints, choices, instance, integer, integers, real, to_dict)
+from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
 from ..members import build_members
 from ..train import Member, MemberStack, SyntheticData, train
-from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
@@ -70,7 +69,7 @@ class MechanismPreset(Preset):
     n_group: int = integer(256, 0)  # test prompts per task group (errors by task group); 0: skip
     n_placement: int = integer(0, 0)  # test prompts per placement (FQ / R / CQ, the cost of locality); 0: skip
     # task groups the Corollary 1-2 prompts come from; () = all tasks
-    mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(fig2.FIG2.data.M1), fig2.FIG2.data.M1))),
+    mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(SYNTHETIC_DATA.M1), SYNTHETIC_DATA.M1))),
                                       min_len=0)
 
     def _check(self) -> None:
@@ -108,8 +107,8 @@ DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
     """Figure 2's data with ``p_a`` of the preset, and its test shift with ``alpha`` of the preset."""
-    return (dataclasses.replace(fig2.FIG2.data, p_a=preset.p_a),
-            dataclasses.replace(fig2.FIG2.test, alpha=preset.alpha))
+    return (dataclasses.replace(SYNTHETIC_DATA, p_a=preset.p_a),
+            dataclasses.replace(SYNTHETIC_TEST, alpha=preset.alpha))
 
 
 def build(preset: MechanismPreset, seed: int, device=None) -> torch.nn.Module:
@@ -130,7 +129,7 @@ class SeedRun:
 
 def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
     """The tasks whose test prompts Corollaries 1-2 are measured on: all, or those of ``preset.mechanism_groups``."""
-    M1 = fig2.FIG2.data.M1
+    M1 = SYNTHETIC_DATA.M1
     tasks = all_tasks(M1)
     if not preset.mechanism_groups:
         return tasks
@@ -144,7 +143,7 @@ def _sum_prompts(preset: MechanismPreset, pat: Patterns, seed: int):
 
 def _patterns(preset: MechanismPreset) -> Patterns:
     dtype = torch.float64 if preset.model is None else torch.get_default_dtype()
-    return fig2.patterns(fig2.FIG2, dtype=dtype)
+    return make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"), dtype=dtype)
 
 
 def seed_members(preset: MechanismPreset, seeds) -> list:

@@ -31,14 +31,15 @@ from dataclasses import dataclass
 
 
 from ..analysis.stats import error_mean_se
-from ..config import (ONE_LAYER_KINDS, ConfigError, DataConfig, TestConfig, check_choice, check_int, check_trains,
-                      choices, instance, integer, integers, reals, to_dict, trains)
-from ..data import all_tasks, training_tasks
+from ..config import (ONE_LAYER_KINDS, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig,
+                      check_choice, check_int, check_trains, choices, instance, integer, integers, reals,
+                      synthetic_trains, to_dict, trains)
+from ..data import all_tasks, make_patterns, training_tasks
 from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
 from ..evaluate import predict
 from ..models import build_model
+from ..seeding import torch_generator
 from ..train import fit, fit_kwargs
-from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
@@ -52,9 +53,9 @@ class MulticlassPreset(Preset):
 
     classes: tuple = integers((2, 4, 8), 2, 64, distinct=True)
     models: tuple = choices(("mamba", "mamba_merged", "linear"), ONE_LAYER_KINDS)
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
-    train: dict = trains(lambda: dict(fig2.FIG2.train))
+    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="A"))
+    train: dict = trains(synthetic_trains)
     alphas: tuple = reals((0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), 0.0, 1.0, high_open=True)
     n_test: int = integer(1000, 1)  # test prompts per (model, C, alpha, seed)
     pattern_seed: int = integer(0, 0)
@@ -82,7 +83,7 @@ class MulticlassPreset(Preset):
 APP13 = MulticlassPreset(name="app13")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = dataclasses.replace(APP13, name="tiny", classes=(2, 4), models=("mamba", "linear"),
-                           train={k: dataclasses.replace(v, steps=40) for k, v in fig2.FIG2.train.items()},
+                           train=synthetic_trains(steps=40),
                            alphas=(0.0, 0.8), n_test=300)
 PRESETS = {"app13": APP13, "tiny": TINY}
 DEFAULT_PRESET = "app13"
@@ -129,7 +130,7 @@ def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, p
     """Train the ``H``-head models once per kind and test C = 2^H' for every ``H'`` of ``preset.levels``."""
     seeds = resolve_seeds(seeds)
     S, H = len(seeds), preset.H
-    pat = fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+    pat = make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
     tasks = all_tasks(preset.data.M1)
     prompts = [multiclass_test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
                                        seeds, f"test/multiclass/{float(a)}", H) for a in preset.alphas]

@@ -34,19 +34,19 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_choice, check_instance, check_int,
-                      check_trains, choice,
-                      flag, instance, integer, integers, real, reals, to_dict, trains)
-from ..data import all_tasks, test_prompts, training_tasks
+from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepConfig, TestConfig, TrainConfig,
+                      check_choice, check_instance, check_int, check_trains, choice, flag, instance, integer,
+                      integers, real, reals, synthetic_trains, to_dict, trains)
+from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator, torch_generators
 from ..train import Member, MemberStack, SampledData, SyntheticData, train
-from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
-           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data", "linreg_members", "run"]
+           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",
+           "linreg_members", "run"]
 
 ONE_LAYER = ("mamba", "linear")
 
@@ -55,9 +55,9 @@ ONE_LAYER = ("mamba", "linear")
 class App14Spec(Config):
     """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
 
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)  # Figure 2's patterns and prompts
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="C"))
-    train: dict = trains(lambda: {k: dataclasses.replace(fig2.FIG2.train[k], loss="squared") for k in ONE_LAYER},
+    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)  # Figure 2's patterns and prompts
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="C"))
+    train: dict = trains(lambda: {k: v for k, v in synthetic_trains(loss="squared").items() if k in ONE_LAYER},
                          ONE_LAYER, loss="squared")
     alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.8, 0.9), 0.0, 1.0, high_open=True)
     n_test: int = integer(1000, 1)
@@ -123,7 +123,7 @@ REGRESSION = RegressionPreset(name="regression")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = RegressionPreset(
     name="tiny",
-    app14=App14Spec(train={k: dataclasses.replace(fig2.FIG2.train[k], loss="squared", steps=30) for k in ONE_LAYER},
+    app14=App14Spec(train={k: v for k, v in synthetic_trains(loss="squared", steps=30).items() if k in ONE_LAYER},
                     alphas=(0.0, 0.8), n_test=200),
     one_layer={k: TrainConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
                for k in ONE_LAYER},
@@ -227,7 +227,7 @@ def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
 
 
 def _app14(spec: App14Spec, seeds, device, progress) -> tuple:
-    pat = fig2.patterns(fig2.FIG2)
+    pat = make_patterns(spec.data, torch_generator(0, "patterns"))  # Figure 2's (pattern seed 0)
     tasks = all_tasks(spec.data.M1)
     data = SyntheticData(pat, spec.data, training_tasks(spec.data.M1))
     stacks = {kind: _trained([Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype) for s in seeds],
