@@ -43,7 +43,7 @@ from ..train import fit, fit_kwargs
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "MulticlassResult", "train_heads", "run"]
+           "MulticlassResult", "heads_model", "heads_fit", "run"]
 
 
 
@@ -90,18 +90,26 @@ DEFAULT_PRESET = "app13"
 DEFAULT_SEEDS = (0, 1, 2)
 
 
-def train_heads(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None,
-                progress: bool = False):
-    """The ``H``-head model of ``kind`` for every seed (a ``OneLayerStack`` of ``S H`` members, seed-major),
-    trained on the summed hinge loss of App. 13; ``(stack, history)``."""
-    seeds = resolve_seeds(seeds)
+def heads_model(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None):
+    """The untrained ``H``-head model of ``kind`` for every seed: a ``OneLayerStack`` of ``S H`` members,
+    seed-major, head ``h`` of seed ``s`` initialised from ``(s, "init")`` (``h = 0``) or ``(s, "init/level<h>")``.
+
+    The engine (:func:`mambaicl.train.train`) initialises every member from ``(seed, "init")``, so the heads
+    ``h >= 1`` cannot be its members; this stack trains by the engine's loop on one model
+    (:func:`mambaicl.train.fit`) on :func:`mambaicl.data.multiclass.multiclass_sampler`'s prompts."""
     H = preset.H if H is None else check_int("H", H, 1)
     tr = preset.train[check_choice("kind", kind, preset.models)]
-    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=level_generators(seeds, "init", H),
-                        dtype=pat.mu.dtype, device=resolve_device(device))
-    sampler = multiclass_sampler(pat, preset.data, training_tasks(preset.data.M1), H, seeds)
-    hist = fit(stack, sampler, seed=list(seeds), progress=progress, **fit_kwargs(tr))
-    return stack, hist
+    return build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=level_generators(seeds, "init", H),
+                       dtype=pat.mu.dtype, device=resolve_device(device))
+
+
+def heads_fit(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None) -> dict:
+    """The keywords of :func:`mambaicl.train.fit` for :func:`heads_model`: the summed hinge loss of App. 13
+    (Eq. (36)) over fresh prompts of every level, seed ``s`` level ``h`` from ``(s, "train[/level<h>]")``."""
+    H = preset.H if H is None else check_int("H", H, 1)
+    seeds = resolve_seeds(seeds)
+    return {"sample_batch": multiclass_sampler(pat, preset.data, training_tasks(preset.data.M1), H, seeds),
+            "seed": list(seeds), **fit_kwargs(preset.train[check_choice("kind", kind, preset.models)])}
 
 
 @dataclass
@@ -136,7 +144,8 @@ def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, p
                                        seeds, f"test/multiclass/{float(a)}", H) for a in preset.alphas]
     e_all, e_all_ps, e_all_se, e_lvl, e_lvl_ps, indep, final, models = ({} for _ in range(8))
     for kind in preset.models:
-        stack, hist = train_heads(preset, kind, pat, seeds, device=device, progress=progress)
+        stack = heads_model(preset, kind, pat, seeds, device=device)
+        hist = fit(stack, progress=progress, **heads_fit(preset, kind, pat, seeds))
         models[kind], final[kind] = stack, sum(hist.loss[-1]) / len(hist.loss[-1])
         all_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
         ind_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
