@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..analysis.fits import loglog_slope, relaxation_time, window_slope
-from ..analysis.lemmas import lemma4_horizon, stack_probes
+from ..analysis.curves import count, eq13_from, exponent_fit, interval, lemma_rates
+from ..analysis.lemmas import stack_probes
 from ..analysis.stats import mean_se
 from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_int, check_real, check_reals,
                       instance, integer, integers, real, reals, to_dict)
@@ -256,26 +256,6 @@ LEMMA_PREDICTED = {
 }
 
 
-def _fit(xs, Y, predicted: float) -> dict:
-    """``loglog_slope`` of ``Y`` (seeds x values) against ``xs`` with the verdict: ``holds`` when the 95%
-    interval contains ``predicted``; ``not measurable`` when a value is not positive and finite."""
-    Y = [[float(v) for v in row] for row in Y]
-    if not all(math.isfinite(v) and v > 0 for row in Y for v in row):
-        return {"predicted": predicted, "slope": math.nan, "se": math.nan, "low": math.nan, "high": math.nan,
-                "per_seed": [], "verdict": "not measurable"}
-    f = loglog_slope(xs, Y)
-    verdict = "holds" if f.low <= predicted <= f.high else "disagrees"
-    return {"predicted": predicted, "slope": f.slope, "se": f.se, "low": f.low, "high": f.high,
-            "per_seed": list(f.per_seed), "verdict": verdict}
-
-
-def _count(steps, values, fraction: float) -> float:
-    try:
-        return relaxation_time(steps, values, fraction)
-    except ValueError:  # the curve does not start above its end value: no count
-        return math.nan
-
-
 def _by_setting(runs: list) -> dict:
     """``setting -> (steps, {name: (n_records, S)})`` over every slot run."""
     out = {}
@@ -283,36 +263,6 @@ def _by_setting(runs: list) -> dict:
         S = len(r.seeds)
         for k, st in enumerate(r.settings):
             out[st] = (r.steps, {n: v[:, k * S:(k + 1) * S] for n, v in r.curves.items()})
-    return out
-
-
-def _early_window(st: Setting, early_min: int) -> float:
-    """Lemma 4's early phase (hidden constant 1), but at least ``early_min`` steps (so that a slope is fitted
-    through ``early_min + 1`` records)."""
-    d = st.data
-    return max(float(early_min), lemma4_horizon(st.lr, d.p_a, d.beta, d.kappa_a, d.M1, d.V))
-
-
-def _lemma_rates(st: Setting, steps, C: dict, S: int, early_min: int) -> dict:
-    """Per seed: Lemma 3's early growth rate of ``mu^T W_B mu``, Lemma 4's early rates of decrease of
-    ``v*^T w`` and ``(mu_j^T, 0) w`` and their ratio, the early maximum of Lemma 6's weighted gate sum."""
-    te = _early_window(st, early_min)
-    early = [i for i, t in enumerate(steps) if t <= te]
-    rate = {name: [sign * window_slope(steps, C[name][:, s].tolist(), te) for s in range(S)]
-            for name, sign in (("muWBmu", 1.0), ("w_v", -1.0), ("w_mu", -1.0))}
-    return {"lemma3": rate["muWBmu"], "lemma4_v": rate["w_v"], "lemma4_mu": rate["w_mu"],
-            "lemma4_ratio": [m / v for m, v in zip(rate["w_mu"], rate["w_v"])],
-            "lemma6": C["lemma6"][early].max(0).values.tolist(), "window": te}
-
-
-def _eq13_from(steps, C: dict, S: int) -> list:
-    """Per seed: the first record from which ``w^T p_outlier < w^T p_clean < 0`` (Eq. (13)) holds for good."""
-    ok = (C["wp_outlier"] < C["wp_clean"]) & (C["wp_clean"] < 0)  # (n_records, S)
-    out = []
-    for s in range(S):
-        bad = (~ok[:, s]).nonzero()
-        out.append(float(steps[int(bad[-1]) + 1]) if len(bad) and int(bad[-1]) + 1 < len(steps)
-                   else (math.inf if len(bad) else float(steps[0])))
     return out
 
 
@@ -324,8 +274,8 @@ def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, pred
         T, Te, L0, Lend, cond = [], [], [], [], []
         for st in pts:
             steps, C = curves[st]
-            T.append([_count(steps, C["loss"][:, s].tolist(), preset.fraction) for s in range(S)])
-            Te.append([_count(steps, C["error"][:, s].tolist(), preset.fraction) for s in range(S)])
+            T.append([count(steps, C["loss"][:, s].tolist(), preset.fraction) for s in range(S)])
+            Te.append([count(steps, C["error"][:, s].tolist(), preset.fraction) for s in range(S)])
             L0.append(C["loss"][0].tolist())
             Lend.append(C["loss"][-1].tolist())
             cond.append(theorem_conditions(st, preset.batch_size, preset.epsilon))
@@ -333,8 +283,8 @@ def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, pred
         counts[factor] = {"values": xs, "T": T, "T_mean": [m for m, _ in ms], "T_se": [e for _, e in ms],
                           "T_error": Te, "loss_initial": L0, "loss_end": Lend, "conditions": cond,
                           "inside_conditions": [all(v >= 1 for v in c.values()) for c in cond]}
-        exps[factor] = _fit(xs, list(zip(*T)), predicted[factor])
-        exps_err[factor] = _fit(xs, list(zip(*Te)), predicted[factor])
+        exps[factor] = exponent_fit(xs, list(zip(*T)), predicted[factor])
+        exps_err[factor] = exponent_fit(xs, list(zip(*Te)), predicted[factor])
     return counts, exps, exps_err
 
 
@@ -384,7 +334,7 @@ def _base_values(kind: str, preset: DynamicsPreset, steps, C: dict, S: int) -> d
     out["error_end"] = C["error"][-1].tolist()
     if kind == "mamba":
         out["wp_clean_end"], out["wp_outlier_end"] = C["wp_clean"][-1].tolist(), C["wp_outlier"][-1].tolist()
-        out["eq13_from"] = _eq13_from(steps, C, S)
+        out["eq13_from"] = eq13_from(steps, C, S)
         out["gate_sum_max"] = C["gate_sum"].max(0).values.tolist()
         out["lemma6_max"] = C["lemma6"].max(0).values.tolist()
     return out
@@ -441,7 +391,7 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
         curves[kind] = runs[kind][b]
         base[kind] = _base_values(kind, preset, *runs[kind][b], S)
     diffs = [m - l for m, l in zip(exps["mamba"]["l_tr"]["per_seed"], exps["linear"]["l_tr"]["per_seed"])]
-    ratio = _interval(diffs, 1.0)
+    ratio = interval(diffs, 1.0)
     small = {}
     if preset.check_delta is not None:
         if progress:
@@ -459,13 +409,13 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
     rates, lemma5 = {}, {}
     for factor, pts in sweep_settings(preset, "mamba").items():
         xs = [factor_value(st, factor) for st in pts]
-        per = [_lemma_rates(st, *runs["mamba"][st], S, preset.early_min) for st in pts]
+        per = [lemma_rates(st, *runs["mamba"][st], S, preset.early_min) for st in pts]
         for name, pred in LEMMA_PREDICTED.items():
             Y = [p[name] for p in per]
             rates.setdefault(name, {})[factor] = {"values": xs, "per_setting": Y, "window": [p["window"] for p in per],
-                                                  "fit": _fit(xs, list(zip(*Y)), pred[factor])}
+                                                  "fit": exponent_fit(xs, list(zip(*Y)), pred[factor])}
         Y6 = [p["lemma6"] for p in per]
-        fit6 = _fit(xs, list(zip(*Y6)), 0.0)
+        fit6 = exponent_fit(xs, list(zip(*Y6)), 0.0)
         if fit6["verdict"] != "not measurable":
             # Lemma 6 says Theta(1); the natural alternative is a sum growing like l_tr (flat gates, exponent 1)
             fit6["verdict"] = ("bounded" if fit6["high"] < 1.0 else "grows with l_tr") if factor == "l_tr" else "n/a"
@@ -477,20 +427,6 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
     return DynamicsResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), counts=counts,
                           exponents=exps, exponents_error=exps_err, ratio_exponent=ratio, small_init=small,
                           lemma_rates=rates, lemma5=lemma5, base=base, curves=curves, runs=runs, spec=preset)
-
-
-def _interval(values: list, predicted: float) -> dict:
-    """Mean, SE and 95% t-interval of per-seed values, with the verdict against ``predicted``."""
-    from ..analysis.fits import t_quantile
-
-    if not values or not all(math.isfinite(v) for v in values):
-        return {"predicted": predicted, "mean": math.nan, "se": math.nan, "low": math.nan, "high": math.nan,
-                "per_seed": list(values), "verdict": "not measurable"}
-    m, se = mean_se(values)
-    half = t_quantile(len(values) - 1) * se if len(values) > 1 else math.nan
-    verdict = "holds" if len(values) > 1 and m - half <= predicted <= m + half else "disagrees"
-    return {"predicted": predicted, "mean": m, "se": se, "low": m - half, "high": m + half,
-            "per_seed": list(values), "verdict": verdict}
 
 
 #: the book's preset: Figure 2's data and step sizes, 4 values per factor
