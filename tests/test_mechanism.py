@@ -14,7 +14,7 @@ from mambaicl.analysis.corollaries import (
     query_terms,
     split_gates,
 )
-from mambaicl.config import TrainConfig
+from mambaicl.config import ConfigError, TrainConfig
 from mambaicl.data import all_tasks, make_patterns, training_tasks
 from mambaicl.data import test_prompts as draw_test_prompts
 from mambaicl.experiments.fig2 import FIG2
@@ -134,7 +134,7 @@ def test_patterns_cast():
                                      ({"J": 0}, "J"), ({"record_steps": (0, 5)}, "record_steps"),
                                      ({"model": "three layers"}, "model")])
 def test_mechanism_preset_validation(kw, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ConfigError, match=rf"^{name}(\[0\])? must be "):
         MechanismPreset(name="x", **kw)
 
 
@@ -154,7 +154,7 @@ def test_log_steps_and_recorder_records_at_those_steps():
     fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=8, batch_size=8, lr=0.1, progress=False,
         callback=rec.callback)
     assert rec.steps == [0, 1, 3, 7]
-    with pytest.raises(ValueError, match="exactly one"):
+    with pytest.raises(ConfigError, match="^give exactly one of every"):
         SumRecorder(pr)
 
 
@@ -311,3 +311,19 @@ def test_viz_mechanism_draws_every_figure(tmp_path):
     assert vm.mean_se_text([0.5], 2, seeds=False) == "0.50 ± 0.00"
     table = vm.layer_table(res)
     assert table.splitlines()[1].split()[0] == "1"  # layers counted from 1
+
+
+def test_analysis_parameters_are_checked_by_the_config_kit():
+    from mambaicl.analysis.corollaries import clean_gates_by_rank
+    from mambaicl.analysis.lemmas import pad
+
+    _, _, _, pr = small_setup(n=4)
+    with pytest.raises(ConfigError, match=r"^every must be an integer in \[1, inf\]; got 0$"):
+        SumRecorder(pr, every=0)
+    with pytest.raises(ConfigError, match=r"^steps\[1\] must be an integer in \[0, inf\]; got -1$"):
+        SumRecorder(pr, steps=(1, -1))
+    with pytest.raises(ConfigError, match=r"^J must be an integer in \[1, inf\]; got 0$"):
+        clean_gates_by_rank(torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.bool), 0)
+    with pytest.raises(ConfigError, match=r"^n must be an integer in \[3, inf\]; got 2$"):
+        pad(torch.ones(2, 3), 2)
+    assert pad(torch.ones(2, 3), 5).shape == (2, 5)
