@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from mambaicl.analysis.fits import breakdown_alpha, decay_stats, first_below, loglog_slope, smooth
+from mambaicl.analysis.fits import crossing, decay_stats, loglog_slope, smooth
 from mambaicl.analysis.stats import compare, error_mean_se, mean_se
 
 
@@ -68,27 +68,57 @@ def test_loglog_slope_recovers_exponents_with_an_interval():
     assert one.contains(one.slope) and one.high > one.low
 
 
-def test_first_below_smooth_and_breakdown():
-    loss = [1.0, 0.9, 0.5, 0.2, 0.4, 0.1, 0.05]
-    assert first_below(loss, 0.3) == 3.0
-    assert first_below(loss, 0.3, window=2) == 4.0  # mean(0.4, 0.1) = 0.25 is the first window below
-    assert first_below(loss, 0.3, window=2, steps=[0, 10, 20, 30, 40, 50, 60]) == 40.0
-    assert first_below(loss, 0.01) == math.inf
+def test_smooth():
     np.testing.assert_allclose(smooth([0, 3, 6, 9], 3), [1.5, 3.0, 6.0, 7.5])
-    assert breakdown_alpha([0.0, 0.4, 0.6], [0.01, 0.05, 0.3]) == 0.6
-    assert math.isnan(breakdown_alpha([0.0, 0.4], [0.01, 0.05]))
+
+
+def test_crossing_rising_linear_interpolates_and_censors():
+    a = (0.0, 0.3, 0.6, 0.9)
+    assert crossing(a, (0.1, 0.2, 0.3, 0.9), 0.25) == pytest.approx(0.45)  # halfway from 0.2 to 0.3
+    assert crossing(a, (0.3, 0.4, 0.5, 0.9), 0.25) == 0.0  # already there
+    assert math.isnan(crossing(a, (0.1, 0.1, 0.1, 0.2), 0.25))  # never: censored
+    assert crossing(a, (0.1, 0.25, 0.1, 0.9), 0.25) == pytest.approx(0.3)  # the first crossing, level reached exactly
+
+
+def test_crossing_on_the_grid_strict_and_before():
+    # the break-down alpha: the first alpha whose error exceeds the first error by more than a jump
+    errors = [0.01, 0.05, 0.3]
+    assert crossing([0.0, 0.4, 0.6], errors, errors[0] + 0.1, strict=True, interpolate="none") == 0.6
+    assert math.isnan(crossing([0.0, 0.4], [0.01, 0.05], 0.11, strict=True, interpolate="none"))
+    assert crossing([0.0, 1.0], [0.0, 0.2], 0.2, strict=True, interpolate="none", never=-1.0) == -1.0  # > not >=
+    # "below up to": the last grid point before the crossing; nan if the first already crosses
+    assert crossing([0.0, 0.1, 0.2], [0.001, 0.002, 0.02], 0.01, interpolate="before") == 0.1
+    assert math.isnan(crossing([0.0, 0.1], [0.02, 0.0], 0.01, interpolate="before"))
+    assert crossing([0.0, 0.1], [0.0, 0.0], 0.01, interpolate="before", never=0.1) == 0.1
+
+
+def test_crossing_falling_linear_and_loglog():
+    assert crossing([0, 1, 2, 3], [1.0, 0.8, 0.4, 0.2], 0.6, rising=False) == pytest.approx(1.5)
+    assert crossing([0, 10, 20], [1.0, 0.5, 0.0], 0.75, rising=False) == pytest.approx(5.0)
+    assert crossing([0, 1], [0.1, 0.0], 0.5, rising=False) == 0.0  # starts below the target
+    assert crossing([0, 1], [1.0, 0.9], 0.5, rising=False, never=math.inf) == math.inf
+    lengths = [10, 20, 40, 80, 160]
+    c, b = 5.0, 1.3  # error = c L^-b: on a log-log grid the interpolation is exact
+    errors = [c * L ** -b for L in lengths]
+    kw = {"rising": False, "interpolate": "loglog", "never": math.inf}
+    assert crossing(lengths, errors, 0.02, **kw) == pytest.approx((c / 0.02) ** (1 / b), rel=1e-9)
+    assert crossing(lengths, errors, 1.0, **kw) == 10.0
+    assert crossing(lengths, errors, 1e-6, **kw) == math.inf
+
+
+def test_crossing_rejects_bad_input():
+    with pytest.raises(ValueError, match="^x and y must be non-empty and aligned"):
+        crossing([0.0, 1.0], [0.0], 0.5)
+    with pytest.raises(ValueError, match="^interpolate must be one of"):
+        crossing([0.0], [0.0], 0.5, interpolate="cubic")
 
 
 # ---------------------------------------------------------------- Chapter 3: counts, early rates, stacked probes
 
 
-def test_crossing_and_relaxation_times():
-    from mambaicl.analysis.fits import crossing_time, relaxation_time
+def test_relaxation_times():
+    from mambaicl.analysis.fits import relaxation_time
 
-    assert crossing_time([0, 1, 2, 3], [1.0, 0.8, 0.4, 0.2], 0.6) == pytest.approx(1.5)  # halfway from 0.8 to 0.4
-    assert crossing_time([0, 10, 20], [1.0, 0.5, 0.0], 0.75) == pytest.approx(5.0)
-    assert crossing_time([0, 1], [0.1, 0.0], 0.5) == 0.0  # starts below the target
-    assert crossing_time([0, 1], [1.0, 0.9], 0.5) == math.inf
     t = np.linspace(0, 200, 2001)
     tau = 17.0
     y = 0.2 + 0.7 * np.exp(-t / tau)
@@ -99,7 +129,7 @@ def test_crossing_and_relaxation_times():
     with pytest.raises(ValueError, match="fraction"):
         relaxation_time([0, 1], [1.0, 0.0], fraction=1.0)
     with pytest.raises(ValueError, match="increasing"):
-        crossing_time([0, 0], [1.0, 0.0], 0.5)
+        relaxation_time([0, 0], [1.0, 0.0])
 
 
 def test_window_slope_of_a_line_and_a_kink():

@@ -2,7 +2,6 @@
 equivalences behind their batching, byte-identical results with per-seed values, means and standard errors, and
 the CLI listing and writing them."""
 import dataclasses
-import math
 import os
 import subprocess
 import sys
@@ -10,7 +9,6 @@ import sys
 import pytest
 import torch
 
-from mambaicl.analysis.fits import crossing
 from mambaicl.config import SYNTHETIC_LR, synthetic_trains
 from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
@@ -90,6 +88,7 @@ def test_first_heads_of_a_deeper_model_are_the_shallower_model():
 
 
 def test_boundary_grid_members_equal_separate_runs():
+    """Member j S + s of boundary's stack is p_a number j with seed s trained alone (the engine's draw-replay)."""
     pre = dataclasses.replace(boundary.TINY, train=synthetic_trains(steps=10))
     pat = fig2.patterns(fig2.FIG2)
     seeds = (0, 2)
@@ -98,14 +97,6 @@ def test_boundary_grid_members_equal_separate_runs():
     fit(single, synthetic_sampler(pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6)),
         seed=list(seeds), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr, progress=False)
     assert torch.allclose(stack.w.detach()[2:4], single.w.detach(), rtol=0, atol=1e-12)
-
-
-def test_crossing_alpha_interpolates_and_censors():
-    a = (0.0, 0.2, 0.4, 0.6)
-    assert crossing(a, (0.1, 0.2, 0.3, 0.9), 0.25) == pytest.approx(0.3)
-    assert crossing(a, (0.3, 0.4, 0.5, 0.9), 0.25) == 0.0
-    assert math.isnan(crossing(a, (0.1, 0.1, 0.1, 0.2), 0.25))
-    assert crossing(a, (0.1, 0.25, 0.1, 0.9), 0.25) == pytest.approx(0.2)  # first crossing
 
 
 def test_gates_mamba_and_none_take_figure2_step_sizes():

@@ -41,22 +41,10 @@ def test_below_up_to_applies_the_t_interval_rule():
         fig2.below_up_to(alphas, [0.0], [0.0], 5)
 
 
-def test_crossing_length_inverts_a_power_law():
-    lengths = [10, 20, 40, 80, 160]
-    c, b = 5.0, 1.3  # error = c L^-b: on a log-log grid the interpolation is exact
-    errors = [c * L ** -b for L in lengths]
-    eps = 0.02
-    assert fig2.crossing_length(lengths, errors, eps) == pytest.approx((c / eps) ** (1 / b), rel=1e-9)
-    assert fig2.crossing_length(lengths, errors, 1.0) == 10.0  # already below at the first length
-    assert fig2.crossing_length(lengths, errors, 1e-6) == math.inf
-    with pytest.raises(ValueError, match="eps"):
-        fig2.crossing_length(lengths, errors, 0.0)
-
-
 @pytest.fixture(scope="module")
 def small():
     pat = fig2.patterns(SMALL)
-    stacks = {k: s for k, (s, _) in fig2.train_models(SMALL, pat, (0, 1)).items()}
+    stacks = {k: s for k, (s, _) in fig2.trained_models(SMALL, pat, (0, 1)).items()}
     return pat, stacks
 
 
@@ -99,19 +87,6 @@ def test_group_errors_partition_the_all_task_error(small):
     total = fig2.sweep({"mamba": stacks["mamba"]}, pat, SMALL, (0, 1), rules=["A"], alphas=(0.0,), n=4000,
                        stage="total").mean["mamba"]["A"][0]
     assert abs(weighted - total) < 0.03
-
-
-def test_batched_step_sizes_equal_separate_runs():
-    pat = fig2.patterns(SMALL)
-    lrs, seeds = (0.05, 0.2), (3, 4)
-    stack, member_seed = fig2._train_lr_batch(SMALL, pat, "mamba", lrs, seeds)
-    assert member_seed.tolist() == [0, 1, 0, 1]
-    for k, lr in enumerate(lrs):
-        pre = dataclasses.replace(SMALL, train={"mamba": dataclasses.replace(SMALL.train["mamba"], lr=lr)})
-        alone, _ = fig2.train_models(pre, pat, seeds, kinds=("mamba",))["mamba"]
-        for name, p in alone.named_parameters():
-            q = getattr(stack, name)[k * len(seeds):(k + 1) * len(seeds)]
-            assert (p - q).abs().max() <= 1e-6 * max(1.0, p.abs().max().item()), (lr, name)
 
 
 def test_eta_search_picks_the_lowest_mean_hinge_and_compares_paired():
@@ -169,16 +144,17 @@ def fig2_viz():
     return vf
 
 
-def test_eta_search_fallback_retrains_each_step_size_alone_and_agrees(monkeypatch):
-    """When the batched search diverges, each step size is retrained alone; both paths give the same losses."""
-    batched = fig2.eta_search(SMALL, "mamba", (0.05, 0.2), seeds=(5, 6), n_val=300)
+def test_eta_search_marks_a_diverging_step_size_and_keeps_the_others():
+    """A step size at which training diverges scores inf (0-1 error 1); the others are as if searched alone."""
+    pre = dataclasses.replace(SMALL, train={**SMALL.train, "linear": dataclasses.replace(SMALL.train["linear"], steps=300)})
+    both = fig2.eta_search(pre, "linear", (0.01, 1.0), seeds=(5, 6), n_val=300)
+    assert both.hinge[1] == math.inf and both.hinge_per_seed[1] == [math.inf, math.inf] and both.error[1] == 1.0
+    alone = fig2.eta_search(pre, "linear", (0.01,), seeds=(5, 6), n_val=300)
+    np.testing.assert_allclose(both.hinge_per_seed[0], alone.hinge_per_seed[0], rtol=1e-10)
+    assert both.best == 0.01 and both.error[0] == alone.error[0]
 
-    def diverge(*args, **kwargs):
-        raise FloatingPointError("forced")
 
-    monkeypatch.setattr(fig2, "_train_lr_batch", diverge)
-    alone = fig2.eta_search(SMALL, "mamba", (0.05, 0.2), seeds=(5, 6), n_val=300)
-    assert alone.stack is None and alone.best == batched.best
-    np.testing.assert_allclose(alone.hinge_per_seed, batched.hinge_per_seed, rtol=1e-6, atol=1e-9)
-    with pytest.raises(ValueError, match="batched search"):
-        fig2.eta_test_errors(alone, SMALL, (0.0,))
+def test_eta_search_default_seeds_are_not_the_figure_s():
+    s = fig2.eta_search(dataclasses.replace(SMALL, train={"mamba": dataclasses.replace(SMALL.train["mamba"], steps=2)}),
+                        "mamba", (0.1,), n_val=50)
+    assert s.seeds == [5, 6, 7, 8, 9] and not set(s.seeds) & set(fig2.DEFAULT_SEEDS)
