@@ -34,7 +34,7 @@ import torch
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.stepsize import StepSizeSearch, search_seeds, step_size_search
 from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, check_choice,
-                      check_choices, check_instance, check_trains, instance, integer, real, reals, synthetic_trains,
+                      check_choices, check_instance, check_reals, check_trains, instance, integer, real, reals, synthetic_trains,
                       to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
@@ -78,7 +78,7 @@ class GatesPreset(Preset):
         budgets = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.train.values()}
         if len(budgets) != 1:
             raise ConfigError(f"train must give every family the same budget (steps, batch_size, optimizer, "
-                             f"loss); got {sorted(budgets)}")
+                              f"loss); got {sorted(budgets)}")
 
     @property
     def families(self) -> tuple:
@@ -242,11 +242,12 @@ def lr_search(preset: GatesPreset, family: str, lrs=ETA_GRID, seeds=None, n_val:
     lowest mean validation hinge loss on Definition 1 prompts (training tasks, stream ``(seed, "validation")``)
     after the preset's budget. Default seeds: the first three not in :data:`DEFAULT_SEEDS` (the reported ones)."""
     check_choice("family", family, preset.families)
+    lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
     seeds = search_seeds(DEFAULT_SEEDS, 3) if seeds is None else resolve_seeds(seeds)
     pat = patterns(preset)
     val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val,
                            torch_generators(seeds, "validation"))
-    vals = val[torch.arange(len(seeds)).repeat(len(tuple(lrs)))]  # member k S + s reads seed s's prompts
+    vals = val[torch.arange(len(seeds)).repeat(len(lrs))]  # member k S + s reads seed s's prompts
 
     def hinge(trained) -> list:
         with torch.no_grad():

@@ -64,7 +64,7 @@ class MulticlassPreset(Preset):
         for i, C in enumerate(self.classes):
             if C & (C - 1):
                 raise ConfigError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
-                                 f"App. 13); got {C}")
+                                  f"App. 13); got {C}")
         check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
 
     @property
