@@ -34,8 +34,8 @@ import torch
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.stepsize import StepSizeSearch, search_seeds, step_size_search
 from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, check_choice,
-                      check_choices, check_instance, check_reals, check_trains, instance, integer, real, reals, synthetic_trains,
-                      to_dict, trains)
+                      check_choices, check_instance, check_reals, check_trains, instance, integer, real, reals,
+                      synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..models.gla import GATE_FAMILIES, GateConfig, GLAStack
