@@ -1,4 +1,5 @@
-"""The one training loop: Algorithm 1 step, determinism, records, non-finite stop, seed batching, checks."""
+"""The one training engine: Algorithm 1 step, determinism, records, non-finite stop, checks; and a member of a
+batch equals that member trained alone, for every model kind, with members differing in seed, step size and data."""
 import dataclasses
 import io
 
@@ -7,8 +8,7 @@ import torch
 
 from mambaicl import OneLayerMamba
 from mambaicl.config import DataConfig
-from mambaicl.data import make_patterns, test_prompts, training_tasks, all_tasks
-from mambaicl.config import TestConfig
+from mambaicl.data import make_patterns, training_tasks
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generator, torch_generators
 from mambaicl.train import ALGORITHM_1, fit, hinge_loss, logistic_loss, squared_loss, synthetic_sampler
@@ -93,23 +93,6 @@ def _train(kind, seeds, steps=300):
     return stack, pat
 
 
-@pytest.mark.parametrize("kind", ["mamba", "mamba_merged", "linear"])
-def test_batched_seeds_equal_separate_runs(kind):
-    """Seeds trained as one batch equal each seed trained alone: parameters to 1e-6 relative after 300
-    float64 steps, and identical predictions on test prompts."""
-    seeds = (3, 0, 7)
-    stack, pat = _train(kind, seeds)
-    test = dataclasses.replace(TestConfig(kappa_a_prime=6.67), alpha=0.5)
-    pr = test_prompts(pat, test, all_tasks(6), 2000, torch_generator(11, "test"))
-    for i, s in enumerate(seeds):
-        alone, _ = _train(kind, (s,))
-        for name, p in alone.named_parameters():
-            q = getattr(stack, name)[i]
-            assert (p[0] - q).abs().max() <= 1e-6 * p[0].abs().max(), (kind, s, name)
-        with torch.no_grad():
-            assert torch.equal(torch.sign(alone.member(0)(pr)), torch.sign(stack.member(i)(pr)))
-
-
 def test_batched_run_is_byte_identical_on_a_rerun():
     blobs = []
     for _ in range(2):
@@ -134,3 +117,166 @@ def test_non_finite_loss_of_a_stack_names_the_seed():
 
     with pytest.raises(FloatingPointError, match=r"step 0 \(lr = 0.1, seed 9\)"):
         fit(stack, poisoned, steps=2, batch_size=4, lr=0.1, seed=[4, 9], progress=False)
+
+
+# ---------------------------------------------------------------- the engine: train(members, cfg)
+
+from mambaicl.analysis.stepsize import search_seeds, step_size_search  # noqa: E402
+from mambaicl.config import ConfigError, TrainConfig  # noqa: E402
+from mambaicl.models import GATE_KINDS  # noqa: E402
+from mambaicl.train import Draws, Member, SampledData, SyntheticData, train  # noqa: E402
+
+_DATA = DataConfig(d=8, M1=3, M2=2, V=1, l_tr=5)
+_PAT = make_patterns(_DATA, torch_generator(0, "patterns"))
+_D1 = SyntheticData(_PAT, _DATA)
+_D2 = SyntheticData(_PAT, dataclasses.replace(_DATA, p_a=0.3))
+_DEEP = {"n_layers": 2, "options": {"d_model": 8, "d_state": 4}, "dtype": torch.float64}
+#: every model kind build_model knows: (kind, model keywords, step-size scale)
+_KINDS = [(k, {}, 1.0) for k in ("mamba", "mamba_merged", "linear", *GATE_KINDS)] + \
+         [(k, _DEEP, 0.05) for k in ("mamba", "linear", "softmax", "mamba1")]
+
+
+def _params(trained, i):
+    """Member i's parameters, as a flat list of tensors."""
+    model, k = trained.model(i), trained.slot(i)
+    if hasattr(model, "members"):  # MemberStack: separate models
+        return [p.detach() for p in model.members[k].parameters()]
+    return [p.detach()[k] for p in model.parameters()]
+
+
+@pytest.mark.parametrize("kind, model, scale", _KINDS, ids=[f"{k}{'-deep' if m else ''}" for k, m, _ in _KINDS])
+def test_a_member_of_a_batch_is_that_member_trained_alone(kind, model, scale):
+    """Members differing in seed, step size and data config, trained as one stack, each end where they end alone."""
+    ms = [Member(0, kind, _D1, 0.1 * scale, **model), Member(1, kind, _D2, 0.05 * scale, **model),
+          Member(0, kind, _D2, 0.2 * scale, **model), Member(1, kind, _D1, 0.1 * scale, **model)]
+    cfg = TrainConfig(steps=6 if not model else 3, batch_size=8 if not model else 4)
+    batch = train(ms, cfg, progress=False, record_every=3)
+    assert len(batch.groups) == 1
+    for i, m in enumerate(ms):
+        alone = train([m], cfg, progress=False, record_every=3)
+        for p, q in zip(_params(batch, i), _params(alone, 0)):
+            torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
+        assert batch.losses(i) == pytest.approx(alone.losses(0), rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_per_member_step_sizes_with_each_optimizer(optimizer):
+    ms = [Member(s, "mamba", _D1, lr) for lr in (0.01, 0.3) for s in (2, 3)]
+    cfg = TrainConfig(steps=5, batch_size=8, optimizer=optimizer)
+    batch = train(ms, cfg, progress=False)
+    for i, m in enumerate(ms):
+        alone = train([m], cfg, progress=False)
+        for p, q in zip(_params(batch, i), _params(alone, 0)):
+            torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
+
+
+def test_equal_step_sizes_train_exactly_like_a_seed_stack():
+    """One step size for all members: the engine is the old seed-batched loop, bit for bit."""
+    seeds = [4, 7]
+    cfg = TrainConfig(steps=5, batch_size=8, lr=0.2)
+    trained = train([Member(s, "mamba", _D1, 0.2) for s in seeds], cfg, progress=False)
+    stack = build_model("mamba", _DATA.d, generators=torch_generators(seeds, "init"))
+    fit(stack, synthetic_sampler(_PAT, _DATA, training_tasks(_DATA.M1)), seed=seeds, steps=5, batch_size=8, lr=0.2,
+        progress=False)
+    for p, q in zip(trained.models[0].parameters(), stack.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_draws_replay_each_member_s_own_stream():
+    ms = [Member(5, "mamba", _D1, 0.1), Member(5, "mamba", _D2, 0.1), Member(6, "mamba", _D1, 0.1),
+          Member(5, "mamba", _D1, 0.3)]
+    draws = Draws(ms, "train", "cpu")
+    assert len(draws.gens) == 2 and draws.index.tolist() == [0, 2, 1, 0]  # equal (data, seed) share a draw
+    draws(3)  # two steps: member i's second batch is the second batch of its own stream
+    P, z = draws(3)
+    for i, m in enumerate(ms):
+        g = torch_generator(m.seed, "train")
+        m.data.sample(3, [g])
+        ref, zr = m.data.sample(3, [g])
+        assert torch.equal(P[i].P, ref[0].P) and torch.equal(z[i], zr[0])
+
+
+def test_groups_follow_kind_and_model_keywords():
+    ms = [Member(0, "mamba", _D1, 0.1), Member(0, "linear", _D1, 0.01), Member(1, "mamba", _D1, 0.1, m=9),
+          Member(1, "mamba", _D1, 0.2)]
+    trained = train(ms, TrainConfig(steps=2, batch_size=4), progress=False)
+    assert [g.members for g in trained.groups] == [[0, 3], [1], [2]]
+    assert trained.slot(3) == 1 and trained.model(2).W_B.shape[1] == 9
+
+
+def test_a_non_finite_loss_names_the_member_or_marks_it():
+    ms = [Member(0, "linear", _D1, 0.01), Member(3, "linear", _D1, 1e6)]
+    cfg = TrainConfig(steps=40, batch_size=8)
+    with pytest.raises(FloatingPointError, match=r"member seed 3, lr 1000000.0, kind 'linear'"):
+        train(ms, cfg, progress=False)
+    marked = train(ms, cfg, progress=False, nonfinite="mark")
+    assert marked.diverged(1) and not marked.diverged(0)
+    alone = train(ms[:1], cfg, progress=False)
+    for p, q in zip(_params(marked, 0), _params(alone, 0)):
+        torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
+
+
+def test_probes_freeze_and_record_steps():
+    seen = []
+    trained = train([Member(0, "mamba", _D1, 0.1), Member(1, "mamba", _D1, 0.1)], TrainConfig(steps=4, batch_size=4),
+                    progress=False, record_every=[0, 3], freeze=("W_B",),
+                    probes={"w": lambda m: m.w.norm(dim=-1), "pair": lambda m: {"a": 1.0, "b": torch.ones(2)}},
+                    callback=lambda step, m: seen.append(step))
+    h = trained.groups[0].history
+    assert h.steps == [0, 3] and len(h.probes["w"][0]) == 2 and h.probes["a"] == [1.0, 1.0]
+    assert seen == [0, 1, 2, 3]
+    init = build_model("mamba", _DATA.d, generators=torch_generators([0, 1], "init"))
+    assert torch.equal(trained.models[0].W_B, init.W_B)
+
+
+def test_sampled_data_plugs_any_sampler():
+    def fn(batch, gens):
+        out = [sampler(d=6)(batch, g) for g in gens]
+        return torch.stack([P for P, _ in out]), torch.stack([z for _, z in out])
+
+    data = SampledData(fn, 6, key="gaussian")
+    assert data == SampledData(fn, 6, key="gaussian") and data != SampledData(fn, 6, key="other")
+    ms = [Member(0, "mamba", data, 0.1), Member(1, "mamba", data, 0.05)]
+    batch = train(ms, TrainConfig(steps=3, batch_size=4), progress=False)
+    alone = train(ms[1:], TrainConfig(steps=3, batch_size=4), progress=False)
+    for p, q in zip(_params(batch, 1), _params(alone, 0)):
+        torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: Member(-1, "mamba", _D1, 0.1), "^seed must be"),
+    (lambda: Member(0, "transformer", _D1, 0.1), "^kind must be one of"),
+    (lambda: Member(0, "mamba_merged", _D1, 0.1, n_layers=2), "^kind must be one of"),
+    (lambda: Member(0, "mamba", _D1, 0.0), "^lr must be"),
+    (lambda: Member(0, "mamba", object(), 0.1), "^data must have d and sample"),
+    (lambda: Member(0, "mamba", _D1, 0.1, options={"generator": None}), "^options must not set 'generator'"),
+    (lambda: train([], TrainConfig()), "^members must hold at least one Member"),
+    (lambda: train([Member(0, "mamba", _D1, 0.1)], TrainConfig(steps=1), nonfinite="ignore"), "^nonfinite must be one of"),
+    (lambda: train([Member(0, "mamba", _D1, 0.1)], TrainConfig(steps=1), freeze=("W_X",)), "^freeze must name parameters"),
+    (lambda: train([Member(0, "mamba", _D1, 0.1)], TrainConfig(steps=1), record_every=0), "^record_every must be"),
+])
+def test_engine_rejects_bad_input(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
+
+
+def test_step_size_search_uses_seeds_disjoint_from_the_reported_ones():
+    assert search_seeds((0, 1, 2, 3, 4)) == (5, 6, 7, 8, 9)
+    assert search_seeds((1, 3), n=3) == (0, 2, 4)
+    val = _D1.sample(50, [torch_generator(0, "validation")])[0]
+
+    def score(trained):
+        out = []
+        for i in range(len(trained.members)):
+            F = trained.model(i)(val.P.expand(len(trained.members), *val.P.shape[1:]))[trained.slot(i)]
+            out.append(float(hinge_loss(F.detach(), val.z[0])))
+        return out
+
+    template = Member(0, "linear", _D1, 0.01)
+    s = step_size_search(template, (0.001, 0.01, 1e6), TrainConfig(steps=40, batch_size=8), score, reported=(0, 1),
+                         n_seeds=2)
+    assert s.seeds == [2, 3] and s.mean[2] == float("inf") and all(s.diverged[2])
+    assert s.best == s.lrs[min(range(2), key=lambda k: s.mean[k])]
+    assert s.versus_best(s.best).diff == 0.0
+    with pytest.raises(ConfigError, match="^seeds must be disjoint from the reported seeds"):
+        step_size_search(template, (0.01,), TrainConfig(steps=1), score, seeds=(1, 2), reported=(0, 1))

@@ -101,9 +101,14 @@ class Prompts:
 def materialize(pr: Prompts) -> torch.Tensor:
     """Eq. (2): ``p_i = (x_i; y_i)`` with ``x_i`` built from its variables (Eq. (4)/(5)), ``(..., l+1, d+1)``."""
     l = pr.l
-    x = pr.mu[pr.relevant] + pr.kappa.unsqueeze(-1) * pr.nu[pr.irrelevant]  # (..., l+1, d)
-    x[..., :l, :] += pr.outlier_scale.unsqueeze(-1) * pr.outliers[pr.outlier_index]
+    x = _rows(pr.mu, pr.relevant) + pr.kappa.unsqueeze(-1) * _rows(pr.nu, pr.irrelevant)  # (..., l+1, d)
+    x[..., :l, :] += pr.outlier_scale.unsqueeze(-1) * _rows(pr.outliers, pr.outlier_index)
     return torch.cat([x, pr.y.unsqueeze(-1).to(x.dtype)], dim=-1)
+
+
+def _rows(M: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``M[index]`` (rows of ``M`` at any index shape) by ``index_select``: the same values, several times faster."""
+    return M.index_select(0, index.reshape(-1)).view(*index.shape, M.shape[-1])
 
 
 def _check_tasks(tasks: torch.Tensor, M1: int) -> None:
@@ -120,7 +125,10 @@ def draw_uniforms(generator, batch: int, l: int) -> torch.Tensor:
         raise ValueError(f"batch must be a positive integer; got {batch!r}")
     n = 1 + 3 * (l + 1) + 3 * l
     if isinstance(generator, (list, tuple)):
-        return torch.stack([torch.rand(batch, n, generator=g, dtype=torch.float64) for g in generator])
+        u = torch.empty(len(generator), batch, n, dtype=torch.float64)
+        for s, g in enumerate(generator):  # the values of torch.rand(batch, n, generator=g), without a stack copy
+            u[s].uniform_(generator=g)
+        return u
     return torch.rand(batch, n, generator=generator, dtype=torch.float64)
 
 
