@@ -88,7 +88,7 @@ class SampledData:
             raise ConfigError(f"fn must be callable; got {fn!r}")
         self.fn, self.d, self.key = fn, check_int("d", d, 1), key
         self.stack_key = key if stack_key is None else stack_key
-        hash(key)
+        _check_hashable("key", key)
 
     def sample(self, batch: int, generators: list) -> tuple:
         return self.fn(batch, list(generators))
@@ -127,7 +127,7 @@ class Member:
         check_real("lr", self.lr, 0.0, low_open=True)
         if not isinstance(self.data, PromptSource) or not callable(getattr(self.data, "sample", None)):
             raise ConfigError(f"data must have d and sample(batch, generators) (PromptSource); got {self.data!r}")
-        hash(self.data)
+        _check_hashable("data", self.data)
         if self.n_layers is None:
             check_choice("kind", self.kind, _one_layer_kinds())
         else:
@@ -157,6 +157,13 @@ def members(seeds, kind: str, data, lrs, **model) -> list:
     member ``k S + s`` is ``(lrs[k], seeds[s])``; ``lrs`` may be one float."""
     lrs = [lrs] if isinstance(lrs, (int, float)) else list(lrs)
     return [Member(int(s), kind, data, float(lr), **model) for lr in lrs for s in check_seeds("seeds", seeds)]
+
+
+def _check_hashable(name: str, value) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise ConfigError(f"{name} must be hashable (equal data objects share one draw); got {value!r}") from None
 
 
 def _one_layer_kinds() -> tuple:
