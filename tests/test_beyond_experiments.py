@@ -9,11 +9,12 @@ import sys
 import pytest
 import torch
 
+from mambaicl.config import SYNTHETIC_LR, synthetic_trains
 from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generators
-from mambaicl.train import fit, synthetic_sampler
+from mambaicl.train import fit, synthetic_sampler, train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"boundary": boundary, "gates": gates, "multiclass": multiclass, "regression": regression}
@@ -70,25 +71,25 @@ def test_multiclass_two_classes_is_figure2_level_and_all_levels_error_bounds():
 
 def test_first_heads_of_a_deeper_model_are_the_shallower_model():
     """Training H = 3 and reading its first two heads gives the H = 2 model (the loss is a sum over levels)."""
-    pre = dataclasses.replace(multiclass.TINY, classes=(2, 4, 8), train={k: dataclasses.replace(v, steps=12)
-                                                                          for k, v in fig2.FIG2.train.items()})
+    pre = dataclasses.replace(multiclass.TINY, classes=(2, 4, 8), train=synthetic_trains(steps=12))
     pat = fig2.patterns(fig2.FIG2)
-    three, _ = multiclass.train_heads(pre, "mamba", pat, (0, 1), H=3)
-    two, _ = multiclass.train_heads(pre, "mamba", pat, (0, 1), H=2)
+    three = multiclass.heads_model(pre, "mamba", pat, (0, 1), H=3)
+    fit(three, progress=False, **multiclass.heads_fit(pre, "mamba", pat, (0, 1), H=3))
+    two = multiclass.heads_model(pre, "mamba", pat, (0, 1), H=2)
+    fit(two, progress=False, **multiclass.heads_fit(pre, "mamba", pat, (0, 1), H=2))
     for name in ("W_B", "W_C", "w"):
         p3, p2 = getattr(three, name).detach(), getattr(two, name).detach()
         for s in range(2):
             assert torch.allclose(p3[3 * s : 3 * s + 2], p2[2 * s : 2 * s + 2], rtol=0, atol=1e-12)
-    one = build_model("mamba", 30, m=31, generators=torch_generators((0, 1), "init"))  # Figure 2's binary model
-    fit(one, synthetic_sampler(pat, pre.data, training_tasks(6)), seed=[0, 1], steps=12, batch_size=64, lr=fig2.FIG2.train["mamba"].lr,
-        progress=False)
+    # head 0 is Figure 2's binary model, trained by the engine
+    one = train(fig2.members(dataclasses.replace(fig2.FIG2, train=pre.train), pat, (0, 1), "mamba"), pre.train["mamba"],
+                progress=False).models[0]
     assert torch.allclose(three.w.detach()[0], one.w.detach()[0], atol=1e-12)
 
 
 def test_boundary_grid_members_equal_separate_runs():
     """Member j S + s of boundary's stack is p_a number j with seed s trained alone (the engine's draw-replay)."""
-    pre = dataclasses.replace(boundary.TINY, train={k: dataclasses.replace(v, steps=10)
-                                                    for k, v in fig2.FIG2.train.items()})
+    pre = dataclasses.replace(boundary.TINY, train=synthetic_trains(steps=10))
     pat = fig2.patterns(fig2.FIG2)
     seeds = (0, 2)
     stack, _ = boundary.trained_grid(pre, "mamba", pat, seeds)
@@ -99,8 +100,8 @@ def test_boundary_grid_members_equal_separate_runs():
 
 
 def test_gates_mamba_and_none_take_figure2_step_sizes():
-    assert gates.APP12.train["mamba"].lr == fig2.FIG2.train["mamba"].lr
-    assert gates.APP12.train["none"].lr == fig2.FIG2.train["linear"].lr
+    assert gates.APP12.train["mamba"].lr == fig2.FIG2.train["mamba"].lr == SYNTHETIC_LR["mamba"]
+    assert gates.APP12.train["none"].lr == fig2.FIG2.train["linear"].lr == SYNTHETIC_LR["linear"]
     assert {g.family for g in gates.APP12.gates} >= {"mamba", "mamba2", "gated_retention", "retnet", "none"}
 
 
@@ -146,3 +147,26 @@ def test_boundary_effects_and_margins(tiny_results):
     assert r.predicted_mamba[1][0] == min(1.0, 0.8 * 20 / 10)
     with pytest.raises(ValueError, match="along"):
         r.effect("mamba", "alpha")
+
+
+def test_gate_search_seeds_are_disjoint_from_the_reported_ones():
+    pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=5) for f, t in gates.TINY.train.items()})
+    r = gates.lr_search(pre, "retnet", lrs=(0.01, 0.1), n_val=50)
+    assert len(r.seeds) == 3 and not set(r.seeds) & set(gates.DEFAULT_SEEDS)
+    assert r.best in (0.01, 0.1) and len(r.per_seed) == 2
+    with pytest.raises(ValueError, match="^family must be one of"):
+        gates.lr_search(pre, "gla", n_val=50)
+
+
+def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
+    from mambaicl.models.gla import GateConfig, build_gla
+
+    pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=8) for f, t in gates.TINY.train.items()})
+    pat = gates.patterns(pre)
+    stack = gates.as_gla(train(gates.family_members(pre, "mamba", pat, (0, 1)), pre.train["mamba"],
+                               progress=False).models[0], GateConfig(family="mamba"))
+    ref = build_gla(GateConfig(family="mamba"), 30, m=31, generators=torch_generators((0, 1), "init"))
+    fit(ref, synthetic_sampler(pat, pre.data, training_tasks(6)), seed=[0, 1], steps=8, batch_size=64,
+        lr=pre.train["mamba"].lr, progress=False)
+    for name, p in ref.named_parameters():
+        assert torch.allclose(getattr(stack, name), p, rtol=0, atol=1e-12), name

@@ -14,7 +14,7 @@ from mambaicl.analysis.corollaries import (
     query_terms,
     split_gates,
 )
-from mambaicl.config import TrainConfig
+from mambaicl.config import ConfigError, TrainConfig
 from mambaicl.data import all_tasks, make_patterns, training_tasks
 from mambaicl.data import test_prompts as draw_test_prompts
 from mambaicl.experiments.fig2 import FIG2
@@ -134,7 +134,7 @@ def test_patterns_cast():
                                      ({"J": 0}, "J"), ({"record_steps": (0, 5)}, "record_steps"),
                                      ({"model": "three layers"}, "model")])
 def test_mechanism_preset_validation(kw, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ConfigError, match=rf"^{name}(\[0\])? must be "):
         MechanismPreset(name="x", **kw)
 
 
@@ -154,7 +154,7 @@ def test_log_steps_and_recorder_records_at_those_steps():
     fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=8, batch_size=8, lr=0.1, progress=False,
         callback=rec.callback)
     assert rec.steps == [0, 1, 3, 7]
-    with pytest.raises(ValueError, match="exactly one"):
+    with pytest.raises(ConfigError, match="^give exactly one of every"):
         SumRecorder(pr)
 
 
@@ -188,19 +188,22 @@ def _tiny(preset, steps=12, **kw):
                                **kw)
 
 
-def test_one_layer_stack_equals_separate_seeds():
-    from mambaicl.experiments.mechanism import ONE_LAYER, train_one_layer_stack, train_one_seed
+@pytest.mark.parametrize("deep", [False, True])
+def test_seed_runs_record_each_seed_as_if_trained_alone(deep):
+    from mambaicl.experiments.mechanism import FIG3, ONE_LAYER, seed_runs
 
-    preset = _tiny(ONE_LAYER, steps=30)
-    stacked = train_one_layer_stack(preset, (3, 5))
+    base = dataclasses.replace(FIG3, model=dataclasses.replace(FIG3.model, d_model=16, n_layers=2)) if deep else ONE_LAYER
+    preset = _tiny(base, steps=30 if not deep else 6)
+    stacked = seed_runs(preset, (3, 5))
     for i, s in enumerate((3, 5)):
-        alone = train_one_seed(preset, s)
+        alone = seed_runs(preset, (s,))[0]
         for name, p in alone.model.named_parameters():
             q = dict(stacked[i].model.named_parameters())[name]
-            assert float((p - q).detach().abs().max()) <= 1e-9 * max(1.0, float(p.detach().abs().max())), name
-        assert stacked[i].recorder.steps == alone.recorder.steps
+            assert float((p - q).detach().abs().max()) <= 1e-6 * max(1.0, float(p.detach().abs().max())), name
+        assert stacked[i].recorder.steps == alone.recorder.steps == [0, *preset.steps_to_record]
         for a, b in zip(stacked[i].recorder.same, alone.recorder.same):
-            assert abs(a[0] - b[0]) < 1e-8
+            assert abs(a[0] - b[0]) < 1e-6
+        assert stacked[i].history.loss_of(i)[-1] == pytest.approx(alone.history.loss_of(0)[-1], abs=1e-6)
 
 
 def test_run_reports_every_layer_group_and_placement_and_is_byte_identical():
@@ -308,3 +311,19 @@ def test_viz_mechanism_draws_every_figure(tmp_path):
     assert vm.mean_se_text([0.5], 2, seeds=False) == "0.50 ± 0.00"
     table = vm.layer_table(res)
     assert table.splitlines()[1].split()[0] == "1"  # layers counted from 1
+
+
+def test_analysis_parameters_are_checked_by_the_config_kit():
+    from mambaicl.analysis.corollaries import clean_gates_by_rank
+    from mambaicl.analysis.lemmas import pad
+
+    _, _, _, pr = small_setup(n=4)
+    with pytest.raises(ConfigError, match=r"^every must be an integer in \[1, inf\]; got 0$"):
+        SumRecorder(pr, every=0)
+    with pytest.raises(ConfigError, match=r"^steps\[1\] must be an integer in \[0, inf\]; got -1$"):
+        SumRecorder(pr, steps=(1, -1))
+    with pytest.raises(ConfigError, match=r"^J must be an integer in \[1, inf\]; got 0$"):
+        clean_gates_by_rank(torch.ones(2, 4), torch.zeros(2, 3, dtype=torch.bool), 0)
+    with pytest.raises(ConfigError, match=r"^n must be an integer in \[3, inf\]; got 2$"):
+        pad(torch.ones(2, 3), 2)
+    assert pad(torch.ones(2, 3), 5).shape == (2, 5)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import TestConfig
+from ..config import ConfigError, TestConfig, check_int, check_ints
 from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
@@ -107,8 +107,7 @@ def clean_gates_by_rank(G: torch.Tensor, outlier: torch.Tensor, J: int) -> torch
     Returns:
         ``(batch, J)``, NaN where a prompt has fewer than ``j`` clean examples.
     """
-    if J < 1:
-        raise ValueError(f"J must be a positive integer; got {J!r}")
+    check_int("J", J, 1)
     ctx = G[:, :-1]  # (batch, l)
     clean = ~outlier  # (batch, l)
     # rank of each clean example counted from the query: 1 for the closest
@@ -229,11 +228,9 @@ class SumRecorder:
 
     def __init__(self, pr: Prompts, every: int | None = None, steps=None) -> None:
         if (every is None) == (steps is None):
-            raise ValueError("give exactly one of every (record every so many updates) and steps (when to record)")
-        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-            raise ValueError(f"every must be a positive integer; got {every!r}")
-        self.pr, self.every = pr, every
-        self.at = None if steps is None else {int(s) for s in steps}
+            raise ConfigError("give exactly one of every (record every so many updates) and steps (when to record)")
+        self.pr, self.every = pr, None if every is None else check_int("every", every, 1)
+        self.at = None if steps is None else set(check_ints("steps", steps, 0, min_len=0))
         self.steps: list[int] = []
         self.same: list[list[float]] = []  # [record][layer]
         self.other: list[list[float]] = []

@@ -25,6 +25,7 @@ import math
 
 import torch
 
+from ..config import check_int
 from ..data import Patterns, Prompts, cyclic_distance
 from ..models import gate_from_logits
 
@@ -34,8 +35,7 @@ __all__ = ["pad", "lemma3", "pattern_attention", "gate_logit_means", "lemma6_sum
 
 def pad(vectors: torch.Tensor, n: int) -> torch.Tensor:
     """Rows ``(u^T, 0^T)`` of length ``n``: patterns of R^d embedded in the token space, ``(k, n)``."""
-    if vectors.shape[1] > n:
-        raise ValueError(f"cannot pad vectors of length {vectors.shape[1]} to shorter length n = {n}")
+    check_int("n", n, vectors.shape[1])  # no shorter than the vectors
     out = vectors.new_zeros(vectors.shape[0], n)
     out[:, : vectors.shape[1]] = vectors
     return out

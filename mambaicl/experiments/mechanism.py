@@ -18,7 +18,7 @@ Glossary (code name -> paper symbol):
 
 Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")`` and is measured
 on ``(s, "test/mechanism")`` (and ``"test/sums"``, ``"test/groups"``, ``"test/placement"``); the patterns are Figure 2's (shared by all seeds, see
-:mod:`mambaicl.experiments.fig2`).
+:mod:`mambaicl.experiments.fig2`, from ``(0, "patterns")``).
 """
 from __future__ import annotations
 
@@ -32,19 +32,18 @@ import torch
 from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
 from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_ints,
-                      choices, instance, integer, integers, real, to_dict)
-from ..data import Patterns, all_tasks, task_groups, test_prompts, training_tasks
+from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
+                      check_int, check_ints, choices, instance, integer, integers, real, to_dict)
+from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..models import build_model
-from ..seeding import torch_generator, torch_generators
-from ..train import fit, fit_kwargs, synthetic_sampler
-from . import fig2
+from ..seeding import torch_generator
+from ..members import build_members
+from ..train import Member, MemberStack, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
-           "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "train_one_seed",
-           "train_one_layer_stack", "run", "log_steps", "decay_summary", "mechanism_tasks"]
+           "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
+           "seed_runs", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
 
 
@@ -70,7 +69,7 @@ class MechanismPreset(Preset):
     n_group: int = integer(256, 0)  # test prompts per task group (errors by task group); 0: skip
     n_placement: int = integer(0, 0)  # test prompts per placement (FQ / R / CQ, the cost of locality); 0: skip
     # task groups the Corollary 1-2 prompts come from; () = all tasks
-    mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(fig2.FIG2.data.M1), fig2.FIG2.data.M1))),
+    mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(SYNTHETIC_DATA.M1), SYNTHETIC_DATA.M1))),
                                       min_len=0)
 
     def _check(self) -> None:
@@ -108,16 +107,14 @@ DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
     """Figure 2's data with ``p_a`` of the preset, and its test shift with ``alpha`` of the preset."""
-    return (dataclasses.replace(fig2.FIG2.data, p_a=preset.p_a),
-            dataclasses.replace(fig2.FIG2.test, alpha=preset.alpha))
+    return (dataclasses.replace(SYNTHETIC_DATA, p_a=preset.p_a),
+            dataclasses.replace(SYNTHETIC_TEST, alpha=preset.alpha))
 
 
-def build(preset: MechanismPreset, d: int, seed: int, device=None) -> torch.nn.Module:
-    """The untrained model of ``preset`` for seed ``seed`` (initial values from ``(seed, "init")``)."""
-    g = torch_generator(seed, "init")
-    if preset.model is None:
-        return build_model("mamba", d, m=preset.train.m, delta=preset.train.delta, generator=g, device=device)
-    return build_model(preset.model.kind, d, generator=g, device=device, **preset.model.model_kwargs())
+def build(preset: MechanismPreset, seed: int, device=None) -> torch.nn.Module:
+    """The untrained model of ``preset`` for seed ``seed`` (initial values from ``(seed, "init")``), as the engine
+    builds it (:func:`seed_members`)."""
+    return _member(build_members(seed_members(preset, (seed,)), resolve_device(device)), 0)
 
 
 @dataclass
@@ -132,7 +129,7 @@ class SeedRun:
 
 def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
     """The tasks whose test prompts Corollaries 1-2 are measured on: all, or those of ``preset.mechanism_groups``."""
-    M1 = fig2.FIG2.data.M1
+    M1 = SYNTHETIC_DATA.M1
     tasks = all_tasks(M1)
     if not preset.mechanism_groups:
         return tasks
@@ -146,54 +143,55 @@ def _sum_prompts(preset: MechanismPreset, pat: Patterns, seed: int):
 
 def _patterns(preset: MechanismPreset) -> Patterns:
     dtype = torch.float64 if preset.model is None else torch.get_default_dtype()
-    return fig2.patterns(fig2.FIG2, dtype=dtype)
+    return make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"), dtype=dtype)
 
 
-def train_one_seed(preset: MechanismPreset, seed: int, *, device=None, progress: bool = False,
-                   record_every: int = 50) -> SeedRun:
-    """Train the preset's model for one seed, recording Corollary 1's sums at ``preset.steps_to_record``."""
+def seed_members(preset: MechanismPreset, seeds) -> list:
+    """One :class:`mambaicl.train.Member` per seed: the preset's model (one-layer Mamba of Eq. (3), or its
+    deep stack) on Definition 1 prompts of :func:`setting` with the preset's step size."""
     data, _ = setting(preset)
-    pat = _patterns(preset)
-    device = resolve_device(device)
-    model = build(preset, data.d, seed, device)
-    rec = SumRecorder(_sum_prompts(preset, pat, seed), steps=preset.steps_to_record)
-    rec.record(0, model)
-    hist = fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), seed=seed, device=device,
-               record_every=record_every, progress=progress, callback=rec.callback, **fit_kwargs(preset.train))
-    return SeedRun(model=model.eval(), history=hist, recorder=rec, patterns=pat)
+    src = SyntheticData(_patterns(preset), data, training_tasks(data.M1))
+    tr = preset.train
+    if preset.model is None:
+        return [Member(s, "mamba", src, tr.lr, m=tr.m, delta=tr.delta) for s in resolve_seeds(seeds)]
+    kw = preset.model.model_kwargs()
+    n_layers, delta = kw.pop("n_layers"), kw.pop("delta", None)
+    return [Member(s, preset.model.kind, src, tr.lr, n_layers=n_layers, delta=delta, options=kw)
+            for s in resolve_seeds(seeds)]
 
 
-def train_one_layer_stack(preset: MechanismPreset, seeds, *, device=None, progress: bool = False,
-                          record_every: int = 50) -> list[SeedRun]:
-    """The one-layer preset for all ``seeds`` in one batched run (:class:`mambaicl.models.OneLayerStack`).
+def _member(model, i: int) -> torch.nn.Module:
+    """Member ``i`` of the engine's stacked model: a copy (one-layer stack) or the deep model itself."""
+    return model.members[i] if isinstance(model, MemberStack) else model.member(i)
 
-    Seed ``s`` starts from ``(s, "init")`` and trains on ``(s, "train")``, exactly as
-    :func:`train_one_seed` would (equal up to floating-point rounding); its sums are recorded on
-    its own prompts ``(s, "test/sums")``. Returns one :class:`SeedRun` per seed (``model`` is the
-    seed's member of the stack, ``history.loss_of(i)`` its losses).
-    """
-    if preset.model is not None:
-        raise ValueError(f"train_one_layer_stack needs a one-layer preset (model=None); {preset.name!r} has a deep model")
+
+def seed_runs(preset: MechanismPreset, seeds, *, device=None, progress: bool = False,
+              record_every: int = 50) -> list[SeedRun]:
+    """Every seed of the preset trained by the engine in one call (:func:`seed_members`), recording Corollary
+    1's sums of each seed on its own prompts ``(s, "test/sums")`` at ``preset.steps_to_record`` (and before
+    training, on the engine's initial model). Seed ``s`` starts from ``(s, "init")`` and trains on
+    ``(s, "train")``, as it would alone. Returns one :class:`SeedRun` per seed (``model`` that seed's trained
+    model, ``history.loss_of(i)`` its losses)."""
     seeds = resolve_seeds(seeds)
-    data, _ = setting(preset)
-    pat = _patterns(preset)
     device = resolve_device(device)
-    stack = build_model("mamba", data.d, m=preset.train.m, delta=preset.train.delta,
-                        generators=torch_generators(seeds, "init"), device=device)
+    group = seed_members(preset, seeds)
+    pat = group[0].data.pat
     recs = [SumRecorder(_sum_prompts(preset, pat, s), steps=preset.steps_to_record) for s in seeds]
+    start = build_members(group, device)  # the initial models, as the engine builds them
     for i, rec in enumerate(recs):
-        rec.record(0, stack.member(i))
+        rec.record(0, _member(start, i))
     at = set(preset.steps_to_record)
 
     def callback(step: int, model) -> None:  # record every member after the updates listed in ``at``
         if step + 1 in at:
             with torch.no_grad():
                 for i, rec in enumerate(recs):
-                    rec.record(step + 1, model.member(i))
+                    rec.record(step + 1, _member(model, i))
 
-    hist = fit(stack, synthetic_sampler(pat, data, training_tasks(data.M1)), seed=list(seeds), device=device,
-               record_every=record_every, progress=progress, callback=callback, **fit_kwargs(preset.train))
-    return [SeedRun(model=stack.member(i).eval(), history=hist, recorder=rec, patterns=pat)
+    trained = train(group, preset.train, device=device, progress=progress, record_every=record_every,
+                    callback=callback)
+    model, hist = trained.model(0), trained.groups[0].history
+    return [SeedRun(model=_member(model, i).eval(), history=hist, recorder=rec, patterns=pat)
             for i, rec in enumerate(recs)]
 
 
@@ -251,8 +249,7 @@ class MechanismResult(Result):
 
     def sum_curve(self, layer: int, which: str) -> tuple[list, list, list]:
         """``(steps, mean, se)`` over seeds of Corollary 1's ``which`` sum (``"same"``/``"other"``) in ``layer``."""
-        if which not in ("same", "other"):
-            raise ValueError(f"which must be 'same' or 'other'; got {which!r}")
+        check_choice("which", which, ("same", "other"))
         per = self.sums[which]  # [seed][record][layer]
         stats = [mean_se([per[s][k][layer] for s in range(len(per))]) for k in range(len(self.sums["steps"]))]
         return list(self.sums["steps"]), [m for m, _ in stats], [0.0 if se != se else se for _, se in stats]
@@ -281,7 +278,7 @@ class MechanismResult(Result):
 def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> MechanismResult:
     """Train the preset's model for every seed and measure Corollaries 1-2 on Definition 2 prompts.
 
-    One-layer presets train all seeds as one batched stack; deep presets one seed at a time.
+    All seeds train in one call of the engine (:func:`seed_runs`).
     Per seed: the test error on ``n_test`` prompts of all tasks (stream ``(s, "test/mechanism")``),
     the Corollary 1-2 report of every layer on the same prompts (or, with ``mechanism_groups``, on
     ``n_test`` prompts of those groups' tasks, ``(s, "test/mechanism/groups")``), the error and Corollary 1's sums per
@@ -290,10 +287,7 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     """
     seeds = resolve_seeds(seeds)
     data, test = setting(preset)
-    if preset.model is None:
-        runs = train_one_layer_stack(preset, seeds, device=device, progress=progress)
-    else:
-        runs = [train_one_seed(preset, s, device=device, progress=progress) for s in seeds]
+    runs = seed_runs(preset, seeds, device=device, progress=progress)
     tasks = all_tasks(data.M1)
     reports, errors, groups, group_sums, placement, first_pr = [], [], {}, {}, {}, None
     for s, r in zip(seeds, runs):
@@ -335,8 +329,7 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     m, se = error_mean_se(errors, preset.n_test)
     cfg = to_dict(preset)
     cfg["record_steps"] = list(preset.steps_to_record)
-    final_loss = [r.history.loss_of(i)[-1] if preset.model is None else r.history.loss[-1]
-                  for i, r in enumerate(runs)]
+    final_loss = [r.history.loss_of(i)[-1] for i, r in enumerate(runs)]
     return MechanismResult(preset=preset.name, seeds=list(seeds), config=cfg, test_error=errors, test_error_mean=m,
                            test_error_se=se, layers=layers, sums=sums, final_train_loss=final_loss,
                            errors_by_group=groups, group_sums=group_sums, placement=placement, runs=runs,

@@ -31,18 +31,19 @@ from dataclasses import dataclass
 
 
 from ..analysis.stats import error_mean_se
-from ..config import (ONE_LAYER_KINDS, DataConfig, TestConfig, check_choice, check_int, check_trains,
-                      choices, instance, integer, integers, reals, to_dict, trains)
-from ..data import all_tasks, training_tasks
+from ..config import (ONE_LAYER_KINDS, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig,
+                      check_choice, check_int, check_trains, choices, instance, integer, integers, reals,
+                      synthetic_trains, to_dict, trains)
+from ..data import all_tasks, make_patterns, training_tasks
 from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
 from ..evaluate import predict
 from ..models import build_model
+from ..seeding import torch_generator
 from ..train import fit, fit_kwargs
-from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "MulticlassResult", "train_heads", "run"]
+           "MulticlassResult", "heads_model", "heads_fit", "run"]
 
 
 
@@ -52,9 +53,9 @@ class MulticlassPreset(Preset):
 
     classes: tuple = integers((2, 4, 8), 2, 64, distinct=True)
     models: tuple = choices(("mamba", "mamba_merged", "linear"), ONE_LAYER_KINDS)
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="A"))
-    train: dict = trains(lambda: dict(fig2.FIG2.train))
+    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="A"))
+    train: dict = trains(synthetic_trains)
     alphas: tuple = reals((0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8), 0.0, 1.0, high_open=True)
     n_test: int = integer(1000, 1)  # test prompts per (model, C, alpha, seed)
     pattern_seed: int = integer(0, 0)
@@ -62,8 +63,8 @@ class MulticlassPreset(Preset):
     def _check(self) -> None:
         for i, C in enumerate(self.classes):
             if C & (C - 1):
-                raise ValueError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
-                                 f"App. 13); got {C}")
+                raise ConfigError(f"classes[{i}] must be a power of 2 (C = 2^H classes from H binary levels, "
+                                  f"App. 13); got {C}")
         check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
 
     @property
@@ -82,25 +83,33 @@ class MulticlassPreset(Preset):
 APP13 = MulticlassPreset(name="app13")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = dataclasses.replace(APP13, name="tiny", classes=(2, 4), models=("mamba", "linear"),
-                           train={k: dataclasses.replace(v, steps=40) for k, v in fig2.FIG2.train.items()},
+                           train=synthetic_trains(steps=40),
                            alphas=(0.0, 0.8), n_test=300)
 PRESETS = {"app13": APP13, "tiny": TINY}
 DEFAULT_PRESET = "app13"
 DEFAULT_SEEDS = (0, 1, 2)
 
 
-def train_heads(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None,
-                progress: bool = False):
-    """The ``H``-head model of ``kind`` for every seed (a ``OneLayerStack`` of ``S H`` members, seed-major),
-    trained on the summed hinge loss of App. 13; ``(stack, history)``."""
-    seeds = resolve_seeds(seeds)
+def heads_model(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None):
+    """The untrained ``H``-head model of ``kind`` for every seed: a ``OneLayerStack`` of ``S H`` members,
+    seed-major, head ``h`` of seed ``s`` initialised from ``(s, "init")`` (``h = 0``) or ``(s, "init/level<h>")``.
+
+    The engine (:func:`mambaicl.train.train`) initialises every member from ``(seed, "init")``, so the heads
+    ``h >= 1`` cannot be its members; this stack trains by the engine's loop on one model
+    (:func:`mambaicl.train.fit`) on :func:`mambaicl.data.multiclass.multiclass_sampler`'s prompts."""
     H = preset.H if H is None else check_int("H", H, 1)
     tr = preset.train[check_choice("kind", kind, preset.models)]
-    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=level_generators(seeds, "init", H),
-                        dtype=pat.mu.dtype, device=resolve_device(device))
-    sampler = multiclass_sampler(pat, preset.data, training_tasks(preset.data.M1), H, seeds)
-    hist = fit(stack, sampler, seed=list(seeds), progress=progress, **fit_kwargs(tr))
-    return stack, hist
+    return build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=level_generators(seeds, "init", H),
+                       dtype=pat.mu.dtype, device=resolve_device(device))
+
+
+def heads_fit(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None) -> dict:
+    """The keywords of :func:`mambaicl.train.fit` for :func:`heads_model`: the summed hinge loss of App. 13
+    (Eq. (36)) over fresh prompts of every level, seed ``s`` level ``h`` from ``(s, "train[/level<h>]")``."""
+    H = preset.H if H is None else check_int("H", H, 1)
+    seeds = resolve_seeds(seeds)
+    return {"sample_batch": multiclass_sampler(pat, preset.data, training_tasks(preset.data.M1), H, seeds),
+            "seed": list(seeds), **fit_kwargs(preset.train[check_choice("kind", kind, preset.models)])}
 
 
 @dataclass
@@ -129,13 +138,14 @@ def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, p
     """Train the ``H``-head models once per kind and test C = 2^H' for every ``H'`` of ``preset.levels``."""
     seeds = resolve_seeds(seeds)
     S, H = len(seeds), preset.H
-    pat = fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+    pat = make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
     tasks = all_tasks(preset.data.M1)
     prompts = [multiclass_test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
                                        seeds, f"test/multiclass/{float(a)}", H) for a in preset.alphas]
     e_all, e_all_ps, e_all_se, e_lvl, e_lvl_ps, indep, final, models = ({} for _ in range(8))
     for kind in preset.models:
-        stack, hist = train_heads(preset, kind, pat, seeds, device=device, progress=progress)
+        stack = heads_model(preset, kind, pat, seeds, device=device)
+        hist = fit(stack, progress=progress, **heads_fit(preset, kind, pat, seeds))
         models[kind], final[kind] = stack, sum(hist.loss[-1]) / len(hist.loss[-1])
         all_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
         ind_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}

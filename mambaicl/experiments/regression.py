@@ -34,19 +34,19 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (Config, DataConfig, DeepConfig, TestConfig, TrainConfig, check_int, check_trains, choice,
-                      flag, instance, integer, integers, real, reals, to_dict, trains)
-from ..data import all_tasks, test_prompts, training_tasks
+from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepConfig, TestConfig, TrainConfig,
+                      check_choice, check_instance, check_int, check_trains, choice, flag, instance, integer,
+                      integers, real, reals, synthetic_trains, to_dict, trains)
+from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
-from ..models import build_model
 from ..seeding import torch_generator, torch_generators
-from ..train import fit, fit_kwargs, synthetic_sampler
-from . import fig2
+from ..train import Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "TINY", "PRESETS",
-           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "train_linreg", "run"]
+           "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",
+           "linreg_members", "run"]
 
 ONE_LAYER = ("mamba", "linear")
 
@@ -55,17 +55,16 @@ ONE_LAYER = ("mamba", "linear")
 class App14Spec(Config):
     """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
 
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)  # Figure 2's patterns and prompts
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(fig2.FIG2.test, rule="C"))
-    train: dict = trains(lambda: {k: dataclasses.replace(fig2.FIG2.train[k], loss="squared") for k in ONE_LAYER},
+    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)  # Figure 2's patterns and prompts
+    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="C"))
+    train: dict = trains(lambda: {k: v for k, v in synthetic_trains(loss="squared").items() if k in ONE_LAYER},
                          ONE_LAYER, loss="squared")
     alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.8, 0.9), 0.0, 1.0, high_open=True)
     n_test: int = integer(1000, 1)
 
     def _check(self) -> None:
         check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d, loss="squared")
-        if self.test.rule != "C":
-            raise ValueError(f"app14.test.rule must be 'C' (App. 14: outlier outputs are random); got {self.test.rule!r}")
+        check_choice("app14.test.rule", self.test.rule, ("C",))  # App. 14: outlier outputs are random
 
 
 @dataclass(frozen=True)
@@ -109,13 +108,11 @@ class RegressionPreset(Preset):
 
     def _check(self) -> None:
         check_trains("one_layer", self.one_layer, ONE_LAYER, min_m=self.task.d_model_input, loss="squared")
-        if not isinstance(self.deep, dict) or not set(self.deep) <= set(ONE_LAYER):
-            raise ValueError(f"deep must map kinds among {ONE_LAYER} to DeepConfig; got {self.deep!r}")
+        check_instance("deep", self.deep, dict)
         for k, dc in self.deep.items():
-            if not isinstance(dc, DeepConfig) or dc.kind != k:
-                raise ValueError(f"deep[{k!r}] must be a DeepConfig of kind {k!r}; got {dc!r}")
-        if self.deep_train.loss != "squared":
-            raise ValueError(f"deep_train must be a TrainConfig with loss 'squared'; got {self.deep_train!r}")
+            check_choice("deep's kinds", k, ONE_LAYER)
+            check_choice(f"deep[{k!r}].kind", check_instance(f"deep[{k!r}]", dc, DeepConfig).kind, (k,))
+        check_choice("deep_train.loss", self.deep_train.loss, ("squared",))
 
 
 #: "regression": App. 14 with Figure 2's step sizes (SGD on the squared loss); linear regression in d = 4
@@ -126,7 +123,7 @@ REGRESSION = RegressionPreset(name="regression")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = RegressionPreset(
     name="tiny",
-    app14=App14Spec(train={k: dataclasses.replace(fig2.FIG2.train[k], loss="squared", steps=30) for k in ONE_LAYER},
+    app14=App14Spec(train={k: v for k, v in synthetic_trains(loss="squared", steps=30).items() if k in ONE_LAYER},
                     alphas=(0.0, 0.8), n_test=200),
     one_layer={k: TrainConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
                for k in ONE_LAYER},
@@ -139,7 +136,7 @@ DEFAULT_SEEDS = (0, 1, 2)
 
 
 def length_sampler(task: LinRegTask):
-    """``sample_batch`` for :func:`mambaicl.train.fit`: at every call a length ``l`` in ``[l_min, l_max]`` from the
+    """The sample function of :func:`linreg_data`: at every call a length ``l`` in ``[l_min, l_max]`` from the
     schedule stream ``(schedule_seed, "lengths")`` (the same sequence for every model and seed), then one
     batch per generator; returns ``(P, z)`` (stacked ``(S, batch, ...)`` for a list of generators)."""
     sched = torch_generator(task.schedule_seed, "lengths")
@@ -152,26 +149,31 @@ def length_sampler(task: LinRegTask):
     return sample
 
 
-def train_linreg(preset: RegressionPreset, seeds, *, device=None, progress: bool = False) -> dict:
-    """Every linear-regression model: ``{"one_layer/<kind>": OneLayerStack, "deep/<kind>": [model per seed]}``."""
-    seeds = resolve_seeds(seeds)
-    task, D = preset.task, preset.task.d_model_input
-    out = {}
-    for kind, tr in preset.one_layer.items():
-        stack = build_model(kind, D, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
-                            device=resolve_device(device))
-        fit(stack, length_sampler(task), seed=list(seeds), stage="train/linreg", progress=progress, **fit_kwargs(tr))
-        out[f"one_layer/{kind}"] = stack
+def linreg_data(task: LinRegTask) -> SampledData:
+    """The linear-regression task as a member's data (:class:`mambaicl.train.SampledData`), with its own fresh
+    length schedule (:func:`length_sampler`): one per trained group, so every model sees the same lengths."""
+    fn = length_sampler(task)
+    return SampledData(fn, task.d_model_input, key=("linreg", task, id(fn)))
+
+
+def linreg_members(preset: RegressionPreset, seeds) -> dict:
+    """``{"one_layer/<kind>" or "deep/<kind>": (members, TrainConfig)}``: one :class:`mambaicl.train.Member` per
+    seed of every linear-regression model, each model on its own :func:`linreg_data`."""
+    seeds, task = resolve_seeds(seeds), preset.task
+    out = {f"one_layer/{kind}": ([Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta) for s in seeds], tr)
+           for kind, tr in preset.one_layer.items() for data in [linreg_data(task)]}
     for kind, dc in preset.deep.items():
-        models = []
-        for s in seeds:
-            model = build_model(kind, D, generator=torch_generator(s, "init"), device=resolve_device(device),
-                                **dc.model_kwargs())
-            fit(model, length_sampler(task), seed=s, stage="train/linreg", progress=progress,
-                **fit_kwargs(preset.deep_train))
-            models.append(model)
-        out[f"deep/{kind}"] = models
+        kw, data = dc.model_kwargs(), linreg_data(task)
+        n_layers, delta = kw.pop("n_layers"), kw.pop("delta", None)
+        out[f"deep/{kind}"] = ([Member(s, kind, data, preset.deep_train.lr, n_layers=n_layers, delta=delta,
+                                       options=kw) for s in seeds], preset.deep_train)
     return out
+
+
+def _trained(members: list, cfg: TrainConfig, stage: str, device, progress: bool):
+    """The engine's stacked model of ``members`` (all of one group); a deep stack as its list of per-seed models."""
+    model = train(members, cfg, stage=stage, device=resolve_device(device), progress=progress).model(0)
+    return list(model.members) if isinstance(model, MemberStack) else model
 
 
 @torch.no_grad()
@@ -225,15 +227,11 @@ def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
 
 
 def _app14(spec: App14Spec, seeds, device, progress) -> tuple:
-    pat = fig2.patterns(fig2.FIG2)
+    pat = make_patterns(spec.data, torch_generator(0, "patterns"))  # Figure 2's (pattern seed 0)
     tasks = all_tasks(spec.data.M1)
-    stacks = {}
-    for kind, tr in spec.train.items():
-        stack = build_model(kind, spec.data.d, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
-                            dtype=pat.mu.dtype, device=resolve_device(device))
-        fit(stack, synthetic_sampler(pat, spec.data, training_tasks(spec.data.M1)), seed=list(seeds),
-            progress=progress, **fit_kwargs(tr))
-        stacks[kind] = stack
+    data = SyntheticData(pat, spec.data, training_tasks(spec.data.M1))
+    stacks = {kind: _trained([Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype) for s in seeds],
+                             tr, "train", device, progress) for kind, tr in spec.train.items()}
     sq = {k: [] for k in [*stacks, "least_squares"]}
     zo = {k: [] for k in [*stacks, "least_squares"]}
     for a in spec.alphas:
@@ -254,7 +252,8 @@ def run(preset: RegressionPreset = REGRESSION, *, seeds=DEFAULT_SEEDS, device=No
     """App. 14 (if the preset has it) and the linear-regression task, every model and least squares."""
     seeds = resolve_seeds(seeds)
     app14, app14_models = ({}, {}) if preset.app14 is None else _app14(preset.app14, seeds, device, progress)
-    models = train_linreg(preset, seeds, device=device, progress=progress)
+    models = {name: _trained(ms, cfg, "train/linreg", device, progress)
+              for name, (ms, cfg) in linreg_members(preset, seeds).items()}
     by_len, by_alpha = _linreg_curves(preset, models, seeds)
     return RegressionResult(preset=preset.name, seeds=list(seeds), lengths=list(preset.lengths),
                             alphas=list(preset.alphas), alpha_lengths=preset.alpha_lengths, l_alphas=preset.l_alphas,

@@ -12,6 +12,7 @@ import math
 import numpy as np
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from ..analysis.stats import mean_se
 from .style import LABELS, PALETTE
 
 __all__ = ["mean_band", "plot_loss_curves", "plot_attention_by_distance", "plot_gate_projections",
@@ -23,10 +24,9 @@ _DIST_LABELS = ("same pattern (0 apart)", "training partners (1 apart)", "2 apar
 
 
 def _mean_se(Y) -> tuple[np.ndarray, np.ndarray]:
-    Y = np.asarray(Y, dtype=float)  # (n, S)
-    S = Y.shape[1]
-    se = Y.std(axis=1, ddof=1) / math.sqrt(S) if S > 1 else np.zeros(Y.shape[0])
-    return Y.mean(axis=1), se
+    """Per row of ``Y`` ``(n, S)``: :func:`mambaicl.analysis.stats.mean_se` over the seeds (SE 0 for one seed)."""
+    rows = [mean_se(y) for y in np.asarray(Y, dtype=float)]  # (n,) of (mean, se)
+    return np.array([m for m, _ in rows]), np.array([0.0 if math.isnan(se) else se for _, se in rows])
 
 
 def mean_band(ax, x, Y, color: str, label: str, ls: str = "-", marker=None) -> None:
