@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from ..config import Config, ConfigError, check_int, choice, instance, integer, real
+from ..config import Config, ConfigError, check_instance, check_int, choice, integer, real
 from ..seeding import torch_generator
 from .encoders import DEFAULT_ENCODER, embedding_cache
 from .features import PCA, fit_pca, linear_probe
@@ -66,7 +66,7 @@ class SST2Data(Config):
     """
 
     regime: str = choice("held-out", REGIMES)
-    encoder: str = instance(str, DEFAULT_ENCODER)  # a sentence-transformers name (mambaicl.data.encoders)
+    encoder: str = DEFAULT_ENCODER  # a sentence-transformers name (mambaicl.data.encoders): any text, checked in _check
     n_train: Optional[int] = integer(2000, 10, optional=True)
     n_val: int = integer(1000, 10)  # validation sentences carved from train.tsv (step sizes; never dev)
     n_test: Optional[int] = integer(None, 10, optional=True)  # held-out: dev rows used (None: all 872)
@@ -82,6 +82,7 @@ class SST2Data(Config):
     seed: int = integer(0, 0)  # the data seed: sentence split, poisoning, PCA
 
     def _check(self) -> None:
+        check_instance("encoder", self.encoder, str)
         if not self.encoder.strip():
             raise ConfigError("encoder must name a sentence encoder (a non-empty string); got ''")
         if self.n_train is not None:

@@ -64,22 +64,18 @@ __all__ = [
 
 
 def _check_name(name: str, value) -> str:
+    """``value`` if it is a non-empty string (a name or a definition: any text, so not a declared field)."""
     check_instance(name, value, str)
     if not value.strip():
         raise ConfigError(f"{name} must be a non-empty string; got {value!r}")
     return value
 
 
-def _name():
-    """A required dataclass field holding a non-empty string, validated by :class:`~mambaicl.config.Config`."""
-    return field(metadata={"check": _check_name})
-
-
 @dataclass(frozen=True)
 class Run(Config):
     """One model to train: architecture (§4.2: 3 layers) and training schedule."""
 
-    name: str = _name()
+    name: str
     kind: str = choice("mamba", tuple(k for k in DEEP_KINDS if k != "mamba1"))  # mambaicl.models.deep
     n_heads: int = integer(2, 1)
     n_layers: int = integer(3, 1)
@@ -91,6 +87,9 @@ class Run(Config):
     optimizer: str = choice("adam", OPTIMIZERS)
     loss: str = choice("hinge", LOSSES)  # Section 2
     curriculum: bool = flag(False)  # App. 8.1: R for the first half, CQ for the second
+
+    def _check(self) -> None:
+        _check_name("name", self.name)
 
 
 def _check_runs(name: str, runs) -> tuple:
@@ -109,8 +108,8 @@ class Table(Config):
     labels (``"far"``, ``"targeted"``, ... in :data:`LABELS`) are accepted too and stored as the letters.
     """
 
-    name: str = _name()
-    runs: Tuple[Run, ...] = field(default=(), metadata={"check": _check_runs})
+    name: str
+    runs: Tuple[Run, ...]
     alphas: Tuple[float, ...] = reals((0.75,), 0.0, 1.0)
     placements: Tuple[str, ...] = choices(("FQ", "R", "CQ"), PLACEMENTS + tuple(PLACEMENT_LABELS.values()))
     rule: str = choice("B", RULES + tuple(RULE_LABELS.values()))  # Example 1: outliers labelled +1 (targeted)
@@ -118,6 +117,8 @@ class Table(Config):
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
 
     def _check(self) -> None:
+        _check_name("name", self.name)
+        _check_runs("runs", self.runs)
         object.__setattr__(self, "rule", rule_id(self.rule))  # a display label becomes its letter, once, here
         placements = tuple(placement_id(p, f"placements[{i}]") for i, p in enumerate(self.placements))
         object.__setattr__(self, "placements", check_choices("placements", placements, PLACEMENTS))
@@ -196,10 +197,15 @@ def _check_tables(name: str, tables) -> tuple:
 class Regime(Config):
     """A named data regime, its definition (written to ``results.json``) and the tables run in it."""
 
-    name: str = _name()
-    definition: str = _name()
+    name: str
+    definition: str
     data: SST2Data = instance(SST2Data, SST2Data())
-    tables: Tuple[Table, ...] = field(default=(), metadata={"check": _check_tables})
+    tables: Tuple[Table, ...] = ()
+
+    def _check(self) -> None:
+        _check_name("name", self.name)
+        _check_name("definition", self.definition)
+        _check_tables("tables", self.tables)
 
 
 DEFINITIONS = {
