@@ -456,3 +456,18 @@ def jsonable(obj):
     if isinstance(obj, (list, tuple)):
         return [jsonable(v) for v in obj]
     return obj.tolist() if hasattr(obj, "tolist") and not isinstance(obj, (int, float, str, bool)) else obj
+
+
+# ---------------------------------------------------------------- shared experiment defaults (synthetic chapters)
+
+#: the synthetic data of §4.1 (Figure 2's), shared by Chapters 3, 4 and 7
+SYNTHETIC_DATA = DataConfig()
+#: Figure 2's test shift: kappa_a' = kappa_a / L (Chapter 4 explains the choice)
+SYNTHETIC_TEST = TestConfig(kappa_a_prime=round(2.0 / 0.3, 2))
+#: Figure 2's step sizes from Chapter 4's search: eta = 1 for both Mamba parametrisations, 0.01 for the linear Transformer
+SYNTHETIC_LR = {"mamba": 1.0, "mamba_merged": 1.0, "linear": 0.01}
+
+
+def synthetic_trains(**kw) -> dict:
+    """A fresh ``{kind: TrainConfig}`` of the one-layer models at :data:`SYNTHETIC_LR` (``kw`` overrides fields)."""
+    return {k: TrainConfig(**({"lr": lr} | kw)) for k, lr in SYNTHETIC_LR.items()}

@@ -7,10 +7,9 @@ function          what it measures
                   and the R^2 of the log-linear fit (Corollary 2(ii)'s exponential decay)
 ``loglog_slope``  the exponent ``b`` of ``y = a x^b`` by least squares on logs, one fit per
                   seed, with a t-interval over seeds (Theorems 1 and 3 as scaling laws)
-``first_below``   the first step at which a moving average of a loss falls below a target
 ``smooth``        a centred moving average, for plotting noisy training curves
-``breakdown_alpha``  the first ``alpha`` whose error exceeds the error at the first by a jump
-``crossing_time``    the first time a recorded curve falls to a target, linearly interpolated
+``crossing``      THE threshold crossing of the book: the first ``x`` at which a curve reaches a
+                  level (rising or falling), interpolated linearly, in log-log, or on the grid
 ``relaxation_time``  the time a curve needs to lose a fraction of its excess over its final
                   value (the half-life of the excess loss: Chapter 3's iteration count)
 ``window_slope``  the least-squares slope of a curve over an initial window (early-phase rates)
@@ -24,10 +23,11 @@ from typing import Sequence
 
 import numpy as np
 
+from ..config import ConfigError, check_choice
 from .stats import t_quantile  # the one Student-t quantile of the book (95 % intervals)
 
-__all__ = ["decay_stats", "SlopeFit", "loglog_slope", "first_below", "smooth", "breakdown_alpha", "t_quantile",
-           "crossing_time", "relaxation_time", "window_slope"]
+__all__ = ["decay_stats", "SlopeFit", "loglog_slope", "smooth", "t_quantile", "crossing", "relaxation_time",
+           "window_slope"]
 
 
 def decay_stats(values: Sequence[float]) -> tuple[np.ndarray, float, float]:
@@ -91,25 +91,6 @@ def loglog_slope(x: Sequence[float], Y) -> SlopeFit:
     return SlopeFit(m, se, m - half, m + half, tuple(float(s) for s in slopes))
 
 
-def first_below(loss: Sequence[float], target: float, window: int = 1, steps: Sequence[int] | None = None) -> float:
-    """The first step at which the mean of ``window`` consecutive recorded losses is below ``target``.
-
-    Args:
-        loss: recorded losses; ``steps`` their step numbers (default ``0, 1, 2, ...``).
-
-    Returns:
-        The step of the first record of the qualifying window, or ``inf`` if none qualifies.
-    """
-    x = np.asarray(loss, dtype=float)
-    if window < 1 or window > len(x):
-        raise ValueError(f"window must lie in [1, {len(x)}]; got {window!r}")
-    avg = np.convolve(x, np.ones(window) / window, mode="valid")  # avg[t] = mean(x[t : t + window])
-    hit = np.nonzero(avg < target)[0]
-    if not len(hit):
-        return math.inf
-    return float(hit[0] if steps is None else steps[hit[0]])
-
-
 def smooth(values: Sequence[float], k: int = 5) -> np.ndarray:
     """Centred moving average over ``k`` points (shorter windows at the ends)."""
     x = np.asarray(values, dtype=float)
@@ -120,17 +101,6 @@ def smooth(values: Sequence[float], k: int = 5) -> np.ndarray:
     lo = np.clip(np.arange(len(x)) - half, 0, len(x))
     hi = np.clip(np.arange(len(x)) + half + 1, 0, len(x))
     return (csum[hi] - csum[lo]) / (hi - lo)
-
-
-def breakdown_alpha(alphas: Sequence[float], errors: Sequence[float], jump: float = 0.1) -> float:
-    """The first ``alpha`` whose error exceeds the error at the first ``alpha`` by more than ``jump``;
-    ``nan`` if none does (the model never breaks down on the grid)."""
-    if len(alphas) != len(errors) or not len(alphas):
-        raise ValueError(f"alphas and errors must be non-empty and aligned; got {len(alphas)} and {len(errors)}")
-    for a, e in zip(alphas, errors):
-        if e > errors[0] + jump:
-            return float(a)
-    return float("nan")
 
 
 def _curve(steps, values) -> tuple[np.ndarray, np.ndarray]:
@@ -144,21 +114,46 @@ def _curve(steps, values) -> tuple[np.ndarray, np.ndarray]:
     return t, y
 
 
-def crossing_time(steps: Sequence[float], values: Sequence[float], target: float) -> float:
-    """The first time the piecewise-linear curve through ``(steps, values)`` reaches ``target`` from above.
+_INTERPOLATIONS = ("linear", "loglog", "none", "before")
 
-    Returns ``steps[0]`` if the curve starts at or below ``target`` and ``inf`` if it never gets there.
-    Between two records the curve is interpolated linearly, so the answer is a real number.
+
+def crossing(x: Sequence[float], y: Sequence[float], level: float, *, rising: bool = True, strict: bool = False,
+             interpolate: str = "linear", never: float = math.nan) -> float:
+    """The first ``x`` at which the curve ``y(x)`` reaches ``level``: the one threshold crossing of the book.
+
+    The first grid point ``k`` that reaches ``level`` is the first with ``y[k] >= level`` (``rising``) or
+    ``y[k] <= level`` (falling); ``strict`` makes these ``>`` and ``<``. Then:
+
+    * ``k = 0``: ``x[0]`` (``"before"``: ``nan``, no grid point precedes it);
+    * ``interpolate="linear"``: ``x`` where the line through ``(x[k-1], y[k-1])`` and ``(x[k], y[k])`` meets
+      ``level``; ``"loglog"``: the same for ``log y`` against ``log x`` (``y`` floored at ``1e-12``);
+      ``"none"``: ``x[k]``; ``"before"``: ``x[k-1]``, the last grid point before the crossing;
+    * no grid point reaches ``level``: ``never``.
+
+    Used for the boundary ``alpha*`` (Chapter 7: rising, linear), the break-down ``alpha`` (Chapter 4:
+    rising above the first error plus a jump, on the grid), the prompt length at which an error falls to
+    ``eps`` (Chapter 4: falling, log-log), "below the level up to alpha" (Chapter 4: the last alpha before the
+    interval's upper end reaches the level) and the relaxation time (Chapter 3: falling, linear).
     """
-    t, y = _curve(steps, values)
-    below = np.nonzero(y <= target)[0]
-    if not len(below):
-        return math.inf
-    k = int(below[0])
-    if k == 0:
-        return float(t[0])
-    y0, y1 = y[k - 1], y[k]  # y0 > target >= y1
-    return float(t[k - 1] + (t[k] - t[k - 1]) * (y0 - target) / (y0 - y1))
+    if len(x) != len(y) or not len(x):
+        raise ConfigError(f"x and y must be non-empty and aligned; got {len(x)} and {len(y)}")
+    check_choice("interpolate", interpolate, _INTERPOLATIONS)
+    if rising:
+        hit = (lambda v: v > level) if strict else (lambda v: not v < level)
+    else:
+        hit = (lambda v: v < level) if strict else (lambda v: not v > level)
+    k = next((i for i, v in enumerate(y) if hit(v)), None)
+    if k is None:
+        return float(never)
+    if interpolate == "before":
+        return float(x[k - 1]) if k > 0 else math.nan
+    if k == 0 or interpolate == "none":
+        return float(x[k])
+    x0, x1, y0, y1, lv = float(x[k - 1]), float(x[k]), float(y[k - 1]), float(y[k]), float(level)
+    if interpolate == "loglog":
+        x0, x1, y0, y1, lv = math.log(x0), math.log(x1), math.log(max(y0, 1e-12)), math.log(max(y1, 1e-12)), math.log(lv)
+        return float(math.exp(x0 + (lv - y0) * (x1 - x0) / (y1 - y0)))
+    return float(x0 + (lv - y0) / (y1 - y0) * (x1 - x0))
 
 
 def relaxation_time(steps: Sequence[float], values: Sequence[float], fraction: float = 0.5,
@@ -179,7 +174,7 @@ def relaxation_time(steps: Sequence[float], values: Sequence[float], fraction: f
     end = float(y[-1]) if end is None else float(end)
     if not y[0] > end:
         raise ValueError(f"the curve must start above its end value {end:.6g}; it starts at {y[0]:.6g}")
-    return crossing_time(t, y, end + fraction * (y[0] - end))
+    return crossing(t, y, end + fraction * (y[0] - end), rising=False)
 
 
 def window_slope(steps: Sequence[float], values: Sequence[float], t_max: float) -> float:

@@ -10,7 +10,7 @@ Glossary (code name -> paper symbol):
 ``alphas``          test outlier fractions ``alpha``
 ``level``           the error level that defines the measured boundary: ``alpha*`` is the
                     ``alpha`` at which a seed's test error first reaches ``level`` (linear
-                    interpolation between grid points; :func:`crossing_alpha`)
+                    interpolation between grid points; :func:`mambaicl.analysis.fits.crossing`)
 ``censored``        the error never reached ``level`` on the grid: ``alpha* >= max(alphas)``
 ``*_d``             the ``alpha`` limits implied by Theorems 2(d) / 4(d) (prompt long enough for the
                     outlier fraction), with their unspecified constants set to 1
@@ -18,17 +18,15 @@ Glossary (code name -> paper symbol):
 
 **Design.** ``p_a`` is varied in training and ``l_ts`` at test time, separately, so that the ratio
 ``r`` takes values that several ``(p_a, l_ts)`` pairs share: an effect of ``r`` itself cannot be
-confused with an effect of ``p_a`` or of ``l_ts``. Everything else is Figure 2's
-(:data:`mambaicl.experiments.fig2.FIG2`: data, test shift with ``kappa_a' = kappa_a / L``, step
-sizes per model, read when the preset is built).
+confused with an effect of ``p_a`` or of ``l_ts``. Everything else is Figure 2's (the shared defaults
+:data:`mambaicl.config.SYNTHETIC_DATA`, ``SYNTHETIC_TEST`` with ``kappa_a' = kappa_a / L`` and
+:func:`mambaicl.config.synthetic_trains`, the step sizes per model).
 
 **Batched over p_a.** All ``p_a`` values of one model kind train as one
 :class:`mambaicl.models.OneLayerStack` of ``len(p_as) * S`` members (member ``j S + s``: ``p_a`` number
-``j``, seed ``s``). Member ``(j, s)`` draws its initial values from ``(s, "init")`` and its training
-prompts from ``(s, "train")``: a Definition 1 prompt is a deterministic function of its uniforms,
-and :func:`grid_sampler` replays the same uniforms for every ``p_a`` (the generator state is saved
-and restored), so each member sees exactly the prompts a run of that seed and ``p_a`` alone would
-see (tested). Test prompts come from ``(s, "test/boundary/<l_ts>/<alpha>")`` and are the same for
+``j``, seed ``s``) by :func:`mambaicl.train.train`. Member ``(j, s)`` draws its initial values from
+``(s, "init")`` and its training prompts from ``(s, "train")``; the engine's draw-replay gives each
+member exactly the prompts a run of that seed and ``p_a`` alone would see (tested in ``tests/test_train.py``). Test prompts come from ``(s, "test/boundary/<l_ts>/<alpha>")`` and are the same for
 every ``p_a`` and model (paired comparisons).
 """
 from __future__ import annotations
@@ -37,25 +35,21 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-import torch
 
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.theory import alpha_threshold_lt, alpha_threshold_mamba
-from ..config import (ONE_LAYER_KINDS, RULES, DataConfig, TestConfig, check_choice, check_int,
-                      check_trains, choice, choices, instance, integer, integers, real, reals,
-                      to_dict, trains)
-from ..data import Patterns, all_tasks, test_prompts, training_prompts, training_tasks
-from ..data.multiclass import concat_prompts
+from ..analysis.fits import crossing
+from ..config import (ONE_LAYER_KINDS, RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, check_choice,
+                      check_int, check_trains, choice, choices, instance, integer, integers, real, reals,
+                      synthetic_trains, to_dict, trains)
+from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..models import build_model
-from ..seeding import torch_generators
-from ..train import fit, fit_kwargs
-from . import fig2
+from ..seeding import torch_generator, torch_generators
+from ..train import Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "BoundaryResult", "crossing_alpha", "alpha_limit_mamba_d", "alpha_limit_lt_d", "grid_sampler", "train_grid",
-           "run"]
+           "BoundaryResult", "alpha_limit_mamba_d", "alpha_limit_lt_d", "members", "trained_grid", "run"]
 
 
 
@@ -71,9 +65,9 @@ class BoundaryPreset(Preset):
     level: float = real(0.25, 0.0, 1.0, low_open=True, high_open=True)
     rule: str = choice("A", RULES)
     n_test: int = integer(600, 1, 4000)
-    data: DataConfig = instance(DataConfig, factory=lambda: fig2.FIG2.data)
-    test: TestConfig = instance(TestConfig, factory=lambda: fig2.FIG2.test)
-    train: dict = trains(lambda: dict(fig2.FIG2.train))
+    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)
+    test: TestConfig = instance(TestConfig, factory=lambda: SYNTHETIC_TEST)
+    train: dict = trains(synthetic_trains)
     pattern_seed: int = integer(0, 0)
 
     def _check(self) -> None:
@@ -90,7 +84,7 @@ THEOREMS = BoundaryPreset(name="theorems")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40), alphas=(0.0, 0.5, 0.9),
                            models=("mamba", "linear"), n_test=200,
-                           train={k: dataclasses.replace(v, steps=40) for k, v in fig2.FIG2.train.items()})
+                           train=synthetic_trains(steps=40))
 PRESETS = {"theorems": THEOREMS, "tiny": TINY}
 DEFAULT_PRESET = "theorems"
 DEFAULT_SEEDS = (0, 1, 2)
@@ -115,50 +109,19 @@ def alpha_limit_lt_d(l_ts: int, M1: int) -> float:
     return max(0.0, min(root, alpha_limit_mamba_d(l_ts, M1)))
 
 
-def crossing_alpha(alphas, errors, level: float) -> float:
-    """The ``alpha`` at which ``errors`` first reaches ``level``, interpolated linearly between the last grid
-    point below and the first at or above; ``alphas[0]`` if already there; ``nan`` if never (censored)."""
-    if len(alphas) != len(errors) or not len(alphas):
-        raise ValueError(f"alphas and errors must be non-empty and aligned; got {len(alphas)} and {len(errors)}")
-    for i, (a, e) in enumerate(zip(alphas, errors)):
-        if e >= level:
-            if i == 0:
-                return float(a)
-            a0, e0 = alphas[i - 1], errors[i - 1]
-            return float(a0 + (level - e0) / (e - e0) * (a - a0))
-    return float("nan")
-
-
-def grid_sampler(pat: Patterns, datas, tasks: torch.Tensor):
-    """``sample_batch`` for :func:`mambaicl.train.fit` (``seed=list(seeds)``) that draws one batch per seed and
-    replays its uniforms for every data config of ``datas``: ``(len(datas) S, batch, ...)`` prompts, config-major."""
-    datas = list(datas)
-
-    def sample(batch: int, generators):
-        generators = list(generators)
-        start = [g.get_state() for g in generators]
-        parts = []
-        for data in datas:
-            for g, st in zip(generators, start):
-                g.set_state(st)
-            parts.append(training_prompts(pat, data, tasks, batch, generators))
-        pr = concat_prompts(parts)
-        return pr, pr.z
-
-    return sample
-
-
-def train_grid(preset: BoundaryPreset, kind: str, pat: Patterns, seeds, *, device=None, progress: bool = False):
-    """One stack of ``len(p_as) S`` models of ``kind`` (member ``j S + s``), trained; ``(stack, history)``."""
+def members(preset: BoundaryPreset, kind: str, pat: Patterns, seeds) -> list:
+    """The :class:`mambaicl.train.Member` list of one model kind: member ``j S + s`` trains at ``p_as[j]`` with ``seeds[s]``."""
     seeds = resolve_seeds(seeds)
     tr = preset.train[check_choice("kind", kind, preset.models)]
-    gens = [g for _ in preset.p_as for g in torch_generators(seeds, "init")]
-    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=gens, dtype=pat.mu.dtype,
-                        device=resolve_device(device))
-    datas = [dataclasses.replace(preset.data, p_a=float(p)) for p in preset.p_as]
-    hist = fit(stack, grid_sampler(pat, datas, training_tasks(preset.data.M1)), seed=list(seeds), progress=progress,
-               **fit_kwargs(tr))
-    return stack, hist
+    tasks = training_tasks(preset.data.M1)
+    return [Member(s, kind, SyntheticData(pat, dataclasses.replace(preset.data, p_a=float(p)), tasks), tr.lr, m=tr.m,
+                   delta=tr.delta, dtype=pat.mu.dtype) for p in preset.p_as for s in seeds]
+
+
+def trained_grid(preset: BoundaryPreset, kind: str, pat: Patterns, seeds, *, device=None, progress: bool = False):
+    """One stack of ``len(p_as) S`` models of ``kind`` (member ``j S + s``), trained; ``(stack, history)``."""
+    tr = train(members(preset, kind, pat, seeds), preset.train[kind], device=resolve_device(device), progress=progress)
+    return tr.models[0], tr.groups[0].history
 
 
 @dataclass
@@ -221,9 +184,9 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
     """Train every model at every ``p_a`` (all seeds at once), test on the ``(l_ts, alpha)`` grid, find the boundaries."""
     seeds = resolve_seeds(seeds)
     S, J = len(seeds), len(preset.p_as)
-    pat = fig2.patterns(dataclasses.replace(fig2.FIG2, pattern_seed=preset.pattern_seed))
+    pat = make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
     tasks = all_tasks(preset.data.M1)
-    trained = {k: train_grid(preset, k, pat, seeds, device=device, progress=progress)[0] for k in preset.models}
+    trained = {k: trained_grid(preset, k, pat, seeds, device=device, progress=progress)[0] for k in preset.models}
     # err[kind][j][k][s][i]
     err = {kind: [[[[0.0] * len(preset.alphas) for _ in range(S)] for _ in preset.l_tss] for _ in range(J)]
            for kind in preset.models}
@@ -248,7 +211,7 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
                 stats = [error_mean_se([cell[s][i] for s in range(S)], preset.n_test) for i in range(len(preset.alphas))]
                 row_m.append([m for m, _ in stats])
                 row_se.append([se for _, se in stats])
-                row_b.append(_boundary_stats([crossing_alpha(preset.alphas, cell[s], preset.level) for s in range(S)],
+                row_b.append(_boundary_stats([crossing(preset.alphas, cell[s], preset.level) for s in range(S)],
                                              amax))
             errors[kind].append(row_m)
             ses[kind].append(row_se)

@@ -35,8 +35,8 @@ as one :class:`mambaicl.models.OneLayerStack` with one slot per (setting, seed):
 initialises from ``(s, "init")``, draws its training prompts from ``(s, "train")`` and is
 measured on prompts from ``(s, "validation")``, exactly as a separate run of setting ``k`` with
 seed ``s`` would (all settings of one seed see the same uniforms: common random numbers, which
-make the per-seed log-log slopes precise). Each slot's step size is applied by scaling that
-slot's gradient (plain SGD: ``eta_s g_s``). ``beta``, ``M1`` and ``l_tr`` change the patterns
+make the per-seed log-log slopes precise); :func:`mambaicl.train.train` does the batching, the draw-replay
+and each slot's step size. ``beta``, ``M1`` and ``l_tr`` change the patterns
 or the shapes: one stack per value.
 """
 from __future__ import annotations
@@ -48,22 +48,21 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..analysis.fits import loglog_slope, relaxation_time, window_slope
-from ..analysis.lemmas import lemma4_horizon, stack_probes
+from ..analysis.curves import count, eq13_from, exponent_fit, interval, lemma_rates
+from ..analysis.lemmas import stack_probes
 from ..analysis.stats import mean_se
-from ..config import (DataConfig, check_choice, check_int, check_real, check_reals, instance, integer, integers,
-                      real, reals, to_dict)
-from ..data import Patterns, Prompts, make_patterns, training_prompts, training_tasks
+from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_int, check_real, check_reals,
+                      instance, integer, integers, real, reals, to_dict)
+from ..data import Patterns, Prompts, make_patterns, training_tasks
 from ..evaluate import zero_one_error
-from ..models import build_model
 from ..seeding import torch_generator
-from ..train import fit, loss_per_model
+from ..train import Draws, Member, SyntheticData, loss_per_model, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
            "factor_value", "theorem_conditions", "initial_margin", "log_corrected", "LEMMA_PREDICTED", "SlotRun",
-           "train_settings", "DynamicsResult", "run"]
+           "trained_settings", "DynamicsResult", "run"]
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 KINDS = ("mamba", "linear")
@@ -196,64 +195,6 @@ def theorem_conditions(setting: Setting, batch_size: int, epsilon: float) -> dic
 # ---------------------------------------------------------------- seed stacks of several settings
 
 
-class _ScaleGrad(torch.autograd.Function):
-    """Identity forward; the backward multiplies slot ``s``'s gradient by ``scale[s]``."""
-
-    @staticmethod
-    def forward(ctx, F, scale):
-        ctx.save_for_backward(scale)
-        return F.view_as(F)
-
-    @staticmethod
-    def backward(ctx, g):
-        (scale,) = ctx.saved_tensors
-        return g * scale.unsqueeze(-1), None
-
-
-class _PerSlotStep(nn.Module):
-    """A seed stack whose slot ``s`` is trained with step size ``lr[s]`` by SGD at ``lr = 1``.
-
-    A non-finite output stops training with a ``FloatingPointError`` naming the slot (``labels[s]``).
-    """
-
-    def __init__(self, stack: nn.Module, lrs: torch.Tensor, labels: list) -> None:
-        super().__init__()
-        self.stack = stack
-        self.labels = labels
-        self.register_buffer("lrs", lrs)
-
-    def forward(self, P) -> torch.Tensor:
-        F = self.stack(P)  # (slots, batch)
-        bad = ~torch.isfinite(F).all(-1)
-        if bool(bad.any()):
-            raise FloatingPointError(f"non-finite output in slot {self.labels[int(bad.nonzero()[0])]}; "
-                                     "the step size is too large for this setting")
-        return _ScaleGrad.apply(F, self.lrs.to(F.dtype))
-
-
-def _cat_prompts(parts: list) -> Prompts:
-    """Stacked prompts ``(S_1 + S_2 + ..., batch, ...)`` from ``(S_k, batch, ...)`` batches on the same patterns."""
-    shared = {"mu", "nu", "outliers"}
-    return Prompts(**{f.name: getattr(parts[0], f.name) if f.name in shared
-                      else torch.cat([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Prompts)})
-
-
-def _clone(g: torch.Generator) -> torch.Generator:
-    c = torch.Generator(device=g.device)
-    c.set_state(g.get_state())
-    return c
-
-
-def _prompts_per_setting(pat: Patterns, datas: list, tasks, batch: int, gens: list) -> Prompts:
-    """Definition 1 prompts for every (setting, seed) slot, setting-major: all settings of seed ``s`` use the
-    uniforms of ``gens[s]`` (as separate runs would); settings with equal data share one draw; ``gens``
-    advance once."""
-    unique = list(dict.fromkeys(datas))
-    copies = [[_clone(g) for g in gens] for _ in unique[:-1]] + [gens]
-    drawn = {dc: training_prompts(pat, dc, tasks, batch, gk) for dc, gk in zip(unique, copies)}
-    return _cat_prompts([drawn[dc] for dc in datas])
-
-
 @dataclass
 class SlotRun:
     """The recorded curves of one stack: ``curves[name]`` is ``(len(steps), n_slots)``; slots setting-major."""
@@ -277,46 +218,30 @@ def _measure(stack, pat: Patterns, pr: Prompts) -> dict:
     return out
 
 
-def train_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -> SlotRun:
-    """Train every (setting, seed) slot of one group (same patterns and shapes) as one seed stack.
+def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -> SlotRun:
+    """Every (setting, seed) slot of one group (same patterns and shapes) trained as one seed stack by
+    :func:`mambaicl.train.train` (slot ``k S + s``: ``settings[k]``, ``seeds[s]``, its own step size).
 
     Records the population hinge loss, the 0-1 error and the Lemma 3-6 probes
-    (:func:`mambaicl.analysis.lemmas.stack_probes`) on fixed Definition 1 prompts at
-    :func:`record_steps`.
+    (:func:`mambaicl.analysis.lemmas.stack_probes`) on fixed Definition 1 prompts (stream
+    ``(s, "validation")``, drawn by each slot's own data) at :func:`record_steps`.
     """
     seeds = resolve_seeds(seeds)
     if not settings or len({st.group for st in settings}) != 1:
-        raise ValueError("settings must be a non-empty list sharing kind, patterns and shapes (Setting.group)")
+        raise ConfigError("settings must be a non-empty list sharing kind, patterns and shapes (Setting.group)")
     device = resolve_device(device)
-    kind, d0 = settings[0].kind, settings[0].data
+    d0 = settings[0].data
     pat = make_patterns(d0, torch_generator(preset.pattern_seed, "patterns"))
     tasks = training_tasks(d0.M1)
-    datas = [st.data for st in settings]
-    init = [torch_generator(s, "init") for _ in settings for s in seeds]
-    stack = build_model(kind, d0.d, m=d0.d + 1, delta=preset.delta, generators=init, device=device)
-    lrs = torch.tensor([st.lr for st in settings for _ in seeds], dtype=torch.float64, device=device)
-    labels = [f"{st.kind}, eta = {st.lr}, {st.data}, seed {s}" for st in settings for s in seeds]
-    model = _PerSlotStep(stack, lrs, labels)
-    val = _prompts_per_setting(pat, datas, tasks, preset.n_eval,
-                               [torch_generator(s, "validation") for s in seeds]).to(device)
+    data = {st.data: SyntheticData(pat, st.data, tasks) for st in settings}
+    ms = [Member(s, st.kind, data[st.data], st.lr, m=d0.d + 1, delta=preset.delta) for st in settings for s in seeds]
+    val, _ = Draws(ms, "validation", device)(preset.n_eval)
     grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
-    when = set(grid)
-    rec = {}
-
-    def record(t: int, m) -> None:
-        if t in when:
-            for name, v in _measure(stack, pat.to(device=device), val).items():
-                rec.setdefault(name, []).append(v.detach().cpu())
-
-    def sample(batch: int, gens):
-        pr = _prompts_per_setting(pat, datas, tasks, batch, gens)
-        return pr, pr.z
-
-    record(0, model)
-    fit(model, sample, steps=preset.steps, batch_size=preset.batch_size, lr=1.0, seed=list(seeds), device=device,
-        record_every=preset.steps, progress=False, callback=lambda step, m: record(step + 1, m))
-    curves = {name: torch.stack(v).double() for name, v in rec.items()}
-    return SlotRun(settings=list(settings), seeds=seeds, steps=grid, curves=curves, stack=stack)
+    pat_d = pat.to(device=device)
+    tr = train(ms, TrainConfig(steps=preset.steps, batch_size=preset.batch_size), device=device, progress=False,
+               record_every=grid, probes={"measure": lambda stack: _measure(stack, pat_d, val)})
+    curves = {name: torch.tensor(v, dtype=torch.float64) for name, v in tr.groups[0].history.probes.items()}
+    return SlotRun(settings=list(settings), seeds=seeds, steps=grid, curves=curves, stack=tr.models[0])
 
 
 # ---------------------------------------------------------------- from curves to counts, exponents and rates
@@ -331,26 +256,6 @@ LEMMA_PREDICTED = {
 }
 
 
-def _fit(xs, Y, predicted: float) -> dict:
-    """``loglog_slope`` of ``Y`` (seeds x values) against ``xs`` with the verdict: ``holds`` when the 95%
-    interval contains ``predicted``; ``not measurable`` when a value is not positive and finite."""
-    Y = [[float(v) for v in row] for row in Y]
-    if not all(math.isfinite(v) and v > 0 for row in Y for v in row):
-        return {"predicted": predicted, "slope": math.nan, "se": math.nan, "low": math.nan, "high": math.nan,
-                "per_seed": [], "verdict": "not measurable"}
-    f = loglog_slope(xs, Y)
-    verdict = "holds" if f.low <= predicted <= f.high else "disagrees"
-    return {"predicted": predicted, "slope": f.slope, "se": f.se, "low": f.low, "high": f.high,
-            "per_seed": list(f.per_seed), "verdict": verdict}
-
-
-def _count(steps, values, fraction: float) -> float:
-    try:
-        return relaxation_time(steps, values, fraction)
-    except ValueError:  # the curve does not start above its end value: no count
-        return math.nan
-
-
 def _by_setting(runs: list) -> dict:
     """``setting -> (steps, {name: (n_records, S)})`` over every slot run."""
     out = {}
@@ -358,36 +263,6 @@ def _by_setting(runs: list) -> dict:
         S = len(r.seeds)
         for k, st in enumerate(r.settings):
             out[st] = (r.steps, {n: v[:, k * S:(k + 1) * S] for n, v in r.curves.items()})
-    return out
-
-
-def _early_window(st: Setting, early_min: int) -> float:
-    """Lemma 4's early phase (hidden constant 1), but at least ``early_min`` steps (so that a slope is fitted
-    through ``early_min + 1`` records)."""
-    d = st.data
-    return max(float(early_min), lemma4_horizon(st.lr, d.p_a, d.beta, d.kappa_a, d.M1, d.V))
-
-
-def _lemma_rates(st: Setting, steps, C: dict, S: int, early_min: int) -> dict:
-    """Per seed: Lemma 3's early growth rate of ``mu^T W_B mu``, Lemma 4's early rates of decrease of
-    ``v*^T w`` and ``(mu_j^T, 0) w`` and their ratio, the early maximum of Lemma 6's weighted gate sum."""
-    te = _early_window(st, early_min)
-    early = [i for i, t in enumerate(steps) if t <= te]
-    rate = {name: [sign * window_slope(steps, C[name][:, s].tolist(), te) for s in range(S)]
-            for name, sign in (("muWBmu", 1.0), ("w_v", -1.0), ("w_mu", -1.0))}
-    return {"lemma3": rate["muWBmu"], "lemma4_v": rate["w_v"], "lemma4_mu": rate["w_mu"],
-            "lemma4_ratio": [m / v for m, v in zip(rate["w_mu"], rate["w_v"])],
-            "lemma6": C["lemma6"][early].max(0).values.tolist(), "window": te}
-
-
-def _eq13_from(steps, C: dict, S: int) -> list:
-    """Per seed: the first record from which ``w^T p_outlier < w^T p_clean < 0`` (Eq. (13)) holds for good."""
-    ok = (C["wp_outlier"] < C["wp_clean"]) & (C["wp_clean"] < 0)  # (n_records, S)
-    out = []
-    for s in range(S):
-        bad = (~ok[:, s]).nonzero()
-        out.append(float(steps[int(bad[-1]) + 1]) if len(bad) and int(bad[-1]) + 1 < len(steps)
-                   else (math.inf if len(bad) else float(steps[0])))
     return out
 
 
@@ -399,8 +274,8 @@ def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, pred
         T, Te, L0, Lend, cond = [], [], [], [], []
         for st in pts:
             steps, C = curves[st]
-            T.append([_count(steps, C["loss"][:, s].tolist(), preset.fraction) for s in range(S)])
-            Te.append([_count(steps, C["error"][:, s].tolist(), preset.fraction) for s in range(S)])
+            T.append([count(steps, C["loss"][:, s].tolist(), preset.fraction) for s in range(S)])
+            Te.append([count(steps, C["error"][:, s].tolist(), preset.fraction) for s in range(S)])
             L0.append(C["loss"][0].tolist())
             Lend.append(C["loss"][-1].tolist())
             cond.append(theorem_conditions(st, preset.batch_size, preset.epsilon))
@@ -408,8 +283,8 @@ def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, pred
         counts[factor] = {"values": xs, "T": T, "T_mean": [m for m, _ in ms], "T_se": [e for _, e in ms],
                           "T_error": Te, "loss_initial": L0, "loss_end": Lend, "conditions": cond,
                           "inside_conditions": [all(v >= 1 for v in c.values()) for c in cond]}
-        exps[factor] = _fit(xs, list(zip(*T)), predicted[factor])
-        exps_err[factor] = _fit(xs, list(zip(*Te)), predicted[factor])
+        exps[factor] = exponent_fit(xs, list(zip(*T)), predicted[factor])
+        exps_err[factor] = exponent_fit(xs, list(zip(*Te)), predicted[factor])
     return counts, exps, exps_err
 
 
@@ -459,7 +334,7 @@ def _base_values(kind: str, preset: DynamicsPreset, steps, C: dict, S: int) -> d
     out["error_end"] = C["error"][-1].tolist()
     if kind == "mamba":
         out["wp_clean_end"], out["wp_outlier_end"] = C["wp_clean"][-1].tolist(), C["wp_outlier"][-1].tolist()
-        out["eq13_from"] = _eq13_from(steps, C, S)
+        out["eq13_from"] = eq13_from(steps, C, S)
         out["gate_sum_max"] = C["gate_sum"].max(0).values.tolist()
         out["lemma6_max"] = C["lemma6"].max(0).values.tolist()
     return out
@@ -490,7 +365,7 @@ def _train_all(settings: list, seeds, preset: DynamicsPreset, device) -> dict:
     groups = {}
     for st in settings:
         groups.setdefault(st.group, []).append(st)
-    return _by_setting([train_settings(g, seeds, preset, device) for g in groups.values()])
+    return _by_setting([trained_settings(g, seeds, preset, device) for g in groups.values()])
 
 
 def _unique(kind: str, preset: DynamicsPreset) -> list:
@@ -516,7 +391,7 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
         curves[kind] = runs[kind][b]
         base[kind] = _base_values(kind, preset, *runs[kind][b], S)
     diffs = [m - l for m, l in zip(exps["mamba"]["l_tr"]["per_seed"], exps["linear"]["l_tr"]["per_seed"])]
-    ratio = _interval(diffs, 1.0)
+    ratio = interval(diffs, 1.0)
     small = {}
     if preset.check_delta is not None:
         if progress:
@@ -534,13 +409,13 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
     rates, lemma5 = {}, {}
     for factor, pts in sweep_settings(preset, "mamba").items():
         xs = [factor_value(st, factor) for st in pts]
-        per = [_lemma_rates(st, *runs["mamba"][st], S, preset.early_min) for st in pts]
+        per = [lemma_rates(st, *runs["mamba"][st], S, preset.early_min) for st in pts]
         for name, pred in LEMMA_PREDICTED.items():
             Y = [p[name] for p in per]
             rates.setdefault(name, {})[factor] = {"values": xs, "per_setting": Y, "window": [p["window"] for p in per],
-                                                  "fit": _fit(xs, list(zip(*Y)), pred[factor])}
+                                                  "fit": exponent_fit(xs, list(zip(*Y)), pred[factor])}
         Y6 = [p["lemma6"] for p in per]
-        fit6 = _fit(xs, list(zip(*Y6)), 0.0)
+        fit6 = exponent_fit(xs, list(zip(*Y6)), 0.0)
         if fit6["verdict"] != "not measurable":
             # Lemma 6 says Theta(1); the natural alternative is a sum growing like l_tr (flat gates, exponent 1)
             fit6["verdict"] = ("bounded" if fit6["high"] < 1.0 else "grows with l_tr") if factor == "l_tr" else "n/a"
@@ -552,20 +427,6 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
     return DynamicsResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), counts=counts,
                           exponents=exps, exponents_error=exps_err, ratio_exponent=ratio, small_init=small,
                           lemma_rates=rates, lemma5=lemma5, base=base, curves=curves, runs=runs, spec=preset)
-
-
-def _interval(values: list, predicted: float) -> dict:
-    """Mean, SE and 95% t-interval of per-seed values, with the verdict against ``predicted``."""
-    from ..analysis.fits import t_quantile
-
-    if not values or not all(math.isfinite(v) for v in values):
-        return {"predicted": predicted, "mean": math.nan, "se": math.nan, "low": math.nan, "high": math.nan,
-                "per_seed": list(values), "verdict": "not measurable"}
-    m, se = mean_se(values)
-    half = t_quantile(len(values) - 1) * se if len(values) > 1 else math.nan
-    verdict = "holds" if len(values) > 1 and m - half <= predicted <= m + half else "disagrees"
-    return {"predicted": predicted, "mean": m, "se": se, "low": m - half, "high": m + half,
-            "per_seed": list(values), "verdict": verdict}
 
 
 #: the book's preset: Figure 2's data and step sizes, 4 values per factor

@@ -30,23 +30,25 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import (RULES, DataConfig, TestConfig, TrainConfig, check_choice, check_int, check_real,
-                      check_reals, check_trains, choices, instance, integer, reals, to_dict, trains)
+from ..config import (RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, TrainConfig, check_choice,
+                      check_int, check_reals, check_trains, choices, instance, integer, reals, synthetic_trains,
+                      to_dict, trains)
 from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_groups, test_outliers,
                     test_prompts, training_prompts, training_tasks)
 from ..evaluate import errors_by_task_group, model_error, test_error
-from ..analysis.fits import breakdown_alpha
+from ..analysis.fits import crossing
+from ..analysis.stepsize import search_seeds, step_size_search
 from ..analysis.lemmas import pattern_attention
 from ..analysis.stats import compare, error_mean_se, interval_from_se
-from ..models import ONE_LAYER_KINDS, build_model
+from ..models import ONE_LAYER_KINDS
 from ..seeding import torch_generator, torch_generators
-from ..train import fit, fit_kwargs, loss_per_model, synthetic_sampler
+from ..train import Member, SyntheticData, loss_per_model, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "train_models",
+           "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "members", "trained_models",
            "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_search", "EtaSearch", "eta_test_errors",
-           "breakdown_sweep", "Breakdown", "crossing_length"]
+           "breakdown_sweep", "Breakdown"]
 
 
 #: key of each model kind in results.json and artifacts.pt (the file layout of the first release)
@@ -80,21 +82,16 @@ class Fig2Preset(Preset):
         return tuple(self.train)
 
 
-def _trains(mamba: float, merged: float, linear: float, **kw) -> dict:
-    return {"mamba": TrainConfig(lr=mamba, **kw), "mamba_merged": TrainConfig(lr=merged, **kw),
-            "linear": TrainConfig(lr=linear, **kw)}
-
-
 #: "plain": the first honest attempt. One step size for every model; test outliers exactly as strong
 #: as the training ones (kappa_a' = kappa_a, the lower end of Theorem 2(b)); K' = 1.5.
-PLAIN = Fig2Preset(name="plain", train=_trains(0.1, 0.1, 0.1), test=TestConfig(kappa_a_prime=2.0, K_prime=1.5))
+PLAIN = Fig2Preset(name="plain", train=synthetic_trains(lr=0.1), test=TestConfig(kappa_a_prime=2.0, K_prime=1.5))
 #: "fig2": step sizes from the search of Chapter 4 (:func:`eta_search`: lowest mean validation hinge loss on
 #: Definition 1 prompts, i.e. on the *training* distribution, 5 seeds that are not Figure 2's; grids
 #: :data:`ETA_GRIDS`): 1.0 for both Mamba parametrisations (the largest step Theorems 1 and 3 allow, eta <= 1)
 #: and 0.01 for the linear Transformer; and kappa_a' = kappa_a / L: the weakest test outlier (coefficients
 #: summing to L) then projects on the training outliers as strongly as a training outlier does (a value
 #: inside Theorem 2(b)'s range [kappa_a, Theta(L^-1 ...)], chosen from the theorem's quantities).
-FIG2 = Fig2Preset(name="fig2", train=_trains(1.0, 1.0, 0.01), test=TestConfig(kappa_a_prime=round(2.0 / 0.3, 2)))
+FIG2 = Fig2Preset(name="fig2", data=SYNTHETIC_DATA, train=synthetic_trains(), test=SYNTHETIC_TEST)
 #: the step-size grids of the search (Chapter 4); the Mamba grids end at eta = 1, Theorems 1 and 3's limit
 ETA_GRIDS = {"mamba": (0.01, 0.03, 0.1, 0.3, 1.0), "mamba_merged": (0.01, 0.03, 0.1, 0.3, 1.0),
              "linear": (0.001, 0.003, 0.01, 0.03, 0.1)}
@@ -111,31 +108,31 @@ def patterns(preset: Fig2Preset, dtype=torch.float64) -> Patterns:
     return make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"), dtype=dtype)
 
 
-def train_models(preset: Fig2Preset, pat: Patterns, seeds, *, kinds=None, device=None, progress: bool = False,
-                 freeze: tuple = (), probes=None, record_every: int = 10) -> dict:
-    """Train every model of the preset (or ``kinds``) for all ``seeds`` at once (Algorithm 1).
+def members(preset: Fig2Preset, pat: Patterns, seeds, kind: str) -> list:
+    """One :class:`mambaicl.train.Member` of ``kind`` per seed: Definition 1 prompts of ``preset.data`` on ``pat``
+    (training tasks), the preset's step size, ``m`` and ``delta`` for that kind."""
+    tr = preset.train[check_choice("kind", kind, preset.models)]
+    data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
+    return [Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype) for s in resolve_seeds(seeds)]
+
+
+def trained_models(preset: Fig2Preset, pat: Patterns, seeds, *, kinds=None, device=None, progress: bool = False,
+                   freeze: tuple = (), probes=None, record_every: int = 10) -> dict:
+    """Every model of the preset (or ``kinds``) for all ``seeds``, trained by :func:`mambaicl.train.train`
+    (Algorithm 1; one stack per kind).
 
     Returns:
-        ``{kind: (stack, history)}`` with a :class:`mambaicl.models.OneLayerStack` per kind.
+        ``{kind: (stack, history)}`` with a :class:`mambaicl.models.OneLayerStack` per kind (slot ``s``: ``seeds[s]``).
 
     Args:
         freeze: parameter names kept at their initial value (e.g. ``("W_B",)``), a diagnostic.
     """
-    seeds = resolve_seeds(seeds)
-    tasks = training_tasks(preset.data.M1)
     out = {}
     for kind in kinds or preset.models:
-        tr = preset.train[check_choice("kind", kind, preset.models)]
-        stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=torch_generators(seeds, "init"),
-                            dtype=pat.mu.dtype, device=resolve_device(device))
-        params = dict(stack.named_parameters())
-        for name in freeze:
-            if name not in params:
-                raise ValueError(f"freeze names a parameter of the model, one of {sorted(params)}; got {name!r}")
-            params[name].requires_grad_(False)
-        hist = fit(stack, synthetic_sampler(pat, preset.data, tasks), seed=list(seeds), progress=progress,
-                   probes=probes, record_every=record_every, **fit_kwargs(tr))
-        out[kind] = (stack, hist)
+        tr = train(members(preset, pat, seeds, kind), preset.train[check_choice("kind", kind, preset.models)],
+                   device=resolve_device(device), progress=progress, freeze=freeze, probes=probes,
+                   record_every=record_every)
+        out[kind] = (tr.models[0], tr.groups[0].history)
     return out
 
 
@@ -253,7 +250,7 @@ def run(preset: Fig2Preset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress
     """
     seeds = resolve_seeds(seeds)
     pat = patterns(preset)
-    trained = train_models(preset, pat, seeds, device=device, progress=progress)
+    trained = trained_models(preset, pat, seeds, device=device, progress=progress)
     sw = sweep({k: s for k, (s, _) in trained.items()}, pat, preset, seeds)
     final = {RESULT_KEYS[k]: sum(h.loss[-1]) / len(h.loss[-1]) for k, (_, h) in trained.items()}
     return Fig2Result(preset=preset.name, seed=seeds[0], seeds=list(seeds), alphas=list(preset.alphas),
@@ -287,12 +284,8 @@ def below_up_to(alphas, mean, se, n_seeds: int, level: float = 0.01) -> float:
     if not (len(alphas) == len(mean) == len(se)) or not len(alphas):
         raise ValueError("alphas, mean and se must be non-empty and aligned; "
                          f"got {len(alphas)}, {len(mean)}, {len(se)}")
-    last = float("nan")
-    for a, m, s in zip(alphas, mean, se):
-        if not interval_from_se(m, s, n_seeds).high < level:
-            break
-        last = float(a)
-    return last
+    high = [interval_from_se(m, s, n_seeds).high for m, s in zip(mean, se)]
+    return crossing(alphas, high, level, interpolate="before", never=float(alphas[-1]))
 
 
 @dataclass
@@ -312,7 +305,7 @@ class EtaSearch(Result):
     error: list  # mean 0-1 error over seeds
     best: float
     steps: int
-    stack: object = internal()  # the trained OneLayerStack, member k * S + s = (lrs[k], seeds[s]); None if unbatched
+    stack: object = internal()  # the trained OneLayerStack, member k * S + s = (lrs[k], seeds[s])
 
     def rows(self) -> list:
         """``(lr, hinge, hinge SE, 0-1 error)`` per step size, for a table."""
@@ -324,76 +317,33 @@ class EtaSearch(Result):
         return compare(self.hinge_per_seed[i], self.hinge_per_seed[j])
 
 
-def _train_lr_batch(preset: Fig2Preset, pat: Patterns, kind: str, lrs: tuple, seeds: tuple):
-    """Train ``len(lrs) * len(seeds)`` models of ``kind`` as one stack, member ``k * S + s`` with step size
-    ``lrs[k]``, initialisation ``(s, "init")`` and training prompts ``(s, "train")``.
-
-    Plain SGD with step ``max(lrs)`` on gradients scaled by ``lrs[k] / max(lrs)`` per member: the update
-    of member ``(k, s)`` is ``lrs[k]`` times its own gradient, as in a separate run (up to rounding).
-    """
-    tr = preset.train[kind]
-    if tr.optimizer != "sgd":
-        raise ValueError(f"a batched step-size search needs plain SGD (Algorithm 1); got optimizer {tr.optimizer!r}")
-    S, top = len(seeds), max(lrs)
-    stack = build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype,
-                        generators=[torch_generator(s, "init") for _ in lrs for s in seeds])
-    scale = torch.tensor([lr / top for lr in lrs for _ in seeds], dtype=pat.mu.dtype)  # (K S,)
-    for p in stack.parameters():
-        p.register_hook(lambda g, c=scale: g * c.view(-1, *([1] * (g.dim() - 1))))
-    base = synthetic_sampler(pat, preset.data, training_tasks(preset.data.M1))
-    gens = torch_generators(seeds, "train")
-    member_seed = torch.arange(S).repeat(len(lrs))  # (K S,): which seed's prompts each member sees
-
-    def sample(batch: int, _unused):  # fit's own streams are unused: every member reads its seed's prompts
-        pr, z = base(batch, gens)
-        return pr[member_seed], z[member_seed]
-
-    fit(stack, sample, seed=list(range(len(lrs) * S)), progress=False, record_every=max(tr.steps, 1),
-        **dict(fit_kwargs(tr), lr=top))
-    return stack, member_seed
-
-
-def eta_search(preset: Fig2Preset, kind: str, lrs, seeds=(5, 6, 7, 8, 9), n_val: int = 4000) -> EtaSearch:
-    """Step-size search on the *training* distribution: validation hinge loss on Definition 1 prompts
-    (training tasks, stream ``(seed, "validation")``, the same prompts for every step size) after training
-    with each ``lr`` for ``preset.train[kind].steps`` steps; the best has the lowest mean over seeds. All
-    step sizes and seeds train as one batch (:func:`_train_lr_batch`); if that batch diverges, each step
-    size is retrained alone and one at which any seed diverges scores ``inf``. The default seeds are not
-    Figure 2's, so that the figure's runs play no part in choosing their step size."""
-    seeds = resolve_seeds(seeds)
+def eta_search(preset: Fig2Preset, kind: str, lrs, seeds=None, n_val: int = 4000) -> EtaSearch:
+    """Step-size search on the *training* distribution (:func:`mambaicl.analysis.stepsize.step_size_search`):
+    validation hinge loss on Definition 1 prompts (training tasks, stream ``(seed, "validation")``, the same
+    prompts for every step size) after training with each ``lr`` for ``preset.train[kind].steps`` steps; the
+    best has the lowest mean over seeds; a step size at which any seed diverges scores ``inf`` (0-1 error 1).
+    The default seeds are the first five not in :data:`DEFAULT_SEEDS` (5-9), so that the figure's runs play
+    no part in choosing their step size."""
     lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
     check_choice("kind", kind, preset.models)
+    seeds = search_seeds(DEFAULT_SEEDS) if seeds is None else resolve_seeds(seeds)
     pat = patterns(preset)
     val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val,
                            torch_generators(seeds, "validation"))
     S = len(seeds)
-    per_seed, error, stack = [], [], None
-    try:
-        stack, member_seed = _train_lr_batch(preset, pat, kind, lrs, seeds)
-        vals = val[member_seed]
+    vals = val[torch.arange(S).repeat(len(lrs))]  # member k S + s reads seed s's prompts
+
+    def hinge(trained) -> list:
         with torch.no_grad():
-            h = loss_per_model("hinge", stack(vals), vals.z).tolist()
-        e = model_error(stack, vals, vals.z)
-        per_seed = [h[k * S:(k + 1) * S] for k in range(len(lrs))]
-        error = [sum(e[k * S:(k + 1) * S]) / S for k in range(len(lrs))]
-    except FloatingPointError:
-        stack = None
-        for lr in lrs:
-            pre = dataclasses.replace(preset, train={kind: dataclasses.replace(preset.train[kind], lr=lr)})
-            try:
-                st, _ = train_models(pre, pat, seeds)[kind]
-            except FloatingPointError:
-                per_seed.append([float("inf")] * S)
-                error.append(1.0)
-                continue
-            with torch.no_grad():
-                per_seed.append(loss_per_model("hinge", st(val), val.z).tolist())
-            error.append(sum(model_error(st, val, val.z)) / S)
-    stats = [error_mean_se(h) if all(map(_finite, h)) else (float("inf"), float("nan")) for h in per_seed]
-    hinge = [m for m, _ in stats]
-    best = lrs[min(range(len(lrs)), key=lambda i: hinge[i])]
-    return EtaSearch(kind=kind, lrs=list(lrs), seeds=list(seeds), hinge=hinge, hinge_se=[s for _, s in stats],
-                     hinge_per_seed=per_seed, error=error, best=best, steps=preset.train[kind].steps, stack=stack)
+            return loss_per_model("hinge", trained.models[0](vals), vals.z).tolist()
+
+    search = step_size_search(members(preset, pat, seeds[:1], kind)[0], lrs, preset.train[kind], hinge, seeds=seeds)
+    stack = search.trained.models[0]
+    e = model_error(stack, vals, vals.z)
+    error = [1.0 if any(search.diverged[k]) else sum(e[k * S:(k + 1) * S]) / S for k in range(len(lrs))]
+    return EtaSearch(kind=kind, lrs=list(lrs), seeds=list(seeds), hinge=search.mean, hinge_se=search.se,
+                     hinge_per_seed=search.per_seed, error=error, best=search.best, steps=preset.train[kind].steps,
+                     stack=stack)
 
 
 def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str = "A", n: int = 2000,
@@ -418,14 +368,10 @@ def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str 
     return out
 
 
-def _finite(x: float) -> bool:
-    return x == x and abs(x) != float("inf")
-
-
 @dataclass
 class Breakdown:
     """Where each model breaks down (Theorems 2(c) and 4(c)): per (p_a, l_ts), the first alpha whose error
-    exceeds the error at ``alpha = 0`` by more than ``jump`` (:func:`mambaicl.analysis.fits.breakdown_alpha`),
+    exceeds the error at ``alpha = 0`` by more than ``jump`` (:func:`mambaicl.analysis.fits.crossing`),
     per seed; ``1.0`` stands for "not on the grid"."""
 
     p_as: list
@@ -456,7 +402,7 @@ def breakdown_sweep(preset: Fig2Preset, pat: Patterns, seeds, *, p_as=(0.3, 0.6)
         missing = tuple(k for k in kinds if k not in have)
         stacks = dict(have)
         if missing:
-            stacks.update({k: s for k, (s, _) in train_models(pre, pat, seeds, kinds=missing).items()})
+            stacks.update({k: s for k, (s, _) in trained_models(pre, pat, seeds, kinds=missing).items()})
         for l_ts in l_tss:
             bound[(p_a, l_ts)] = min(1.0, p_a * preset.data.l_tr / l_ts)
             test = dataclasses.replace(preset.test, l_ts=l_ts)
@@ -466,26 +412,7 @@ def breakdown_sweep(preset: Fig2Preset, pat: Patterns, seeds, *, p_as=(0.3, 0.6)
                 key = RESULT_KEYS[k]
                 rows = sw.per_seed[key][rule]
                 errors[key][(p_a, l_ts)] = rows
-                bd = [breakdown_alpha(alphas, r, jump) for r in rows]
+                bd = [crossing(alphas, r, r[0] + jump, strict=True, interpolate="none") for r in rows]
                 per_seed[key][(p_a, l_ts)] = [1.0 if b != b else b for b in bd]
     return Breakdown(p_as=list(p_as), l_tss=list(l_tss), alphas=alphas, jump=jump, n=n, per_seed=per_seed,
                      errors=errors, bound_mamba=bound)
-
-
-def crossing_length(lengths, errors, eps: float) -> float:
-    """The prompt length at which an error curve first falls to ``eps``: linear interpolation of ``log error``
-    against ``log length`` between the last grid point above ``eps`` and the first at or below it.
-    ``lengths[0]`` if the first error is already at most ``eps``; ``inf`` if no error on the grid is."""
-    import math
-
-    if len(lengths) != len(errors) or len(lengths) < 1:
-        raise ValueError(f"lengths and errors must be non-empty and aligned; got {len(lengths)} and {len(errors)}")
-    check_real("eps", eps, 0.0, 1.0, low_open=True)
-    if errors[0] <= eps:
-        return float(lengths[0])
-    for k in range(1, len(lengths)):
-        if errors[k] <= eps:
-            e0, e1 = math.log(errors[k - 1]), math.log(max(errors[k], 1e-12))
-            x0, x1 = math.log(lengths[k - 1]), math.log(lengths[k])
-            return float(math.exp(x0 + (math.log(eps) - e0) * (x1 - x0) / (e1 - e0)))
-    return float("inf")

@@ -19,11 +19,11 @@ from typing import Callable
 
 import torch
 
-from ..config import integer, integers
-from ..models import build_model
+from ..config import TrainConfig, integer, integers
 from ..models.gated_attention import attention_scores, gate_naive, mamba_output
 from ..models.recurrence import selective_scan
 from ..seeding import torch_generator
+from ..train import Member, SampledData, train
 from .base import Preset, Result, resolve_device, resolve_seeds
 
 __all__ = ["TimingPreset", "FORMS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
@@ -130,22 +130,20 @@ def mamba1_step_time(d: int, scan: str, *, d_model: int = 64, batch: int = 128, 
                      seed: int = 0) -> float:
     """Median seconds of one SGD step (forward, hinge loss, backward, update) of a 3-layer Mamba-1 stack.
 
-    ``scan`` is ``"fast"`` (hand-written scan) or ``"sequential"`` (the plain loop); random prompts
-    from the stream ``(seed, "timing")``.
+    ``scan`` is ``"fast"`` (hand-written scan) or ``"sequential"`` (the plain loop); one batch of random
+    prompts from the stream ``(seed, "timing")``, reused at every step; the steps are the engine's
+    (:func:`mambaicl.train.train`), timed between consecutive updates; the first step warms up.
     """
-    model = build_model("mamba1", d, n_layers=3, d_model=d_model, scan=scan, generator=torch_generator(seed, "init"))
     g = torch_generator(seed, "timing")
-    P = torch.randn(batch, l + 1, d + 1, generator=g)
+    P = torch.randn(batch, l + 1, d + 1, generator=g)  # (batch, l+1, d+1)
     P[:, :, -1] = torch.sign(P[:, :, -1])
     P[:, -1, -1] = 0
-    z = torch.sign(torch.randn(batch, generator=g))
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
-    for _ in range(reps + 1):
-        t = time.perf_counter()
-        opt.zero_grad()
-        torch.clamp(1 - z * model(P), min=0).mean().backward()
-        opt.step()
-        times.append(time.perf_counter() - t)
-    times = sorted(times[1:])  # the first step warms up
+    z = torch.sign(torch.randn(batch, generator=g))  # (batch,)
+    data = SampledData(lambda _batch, gens: (P.expand(len(gens), *P.shape), z.expand(len(gens), -1)), d,
+                       key=("timing", d, l, batch, seed))
+    member = Member(seed, "mamba1", data, 1e-3, n_layers=3, options={"d_model": d_model, "scan": scan})
+    ticks = []
+    train([member], TrainConfig(steps=reps + 1, batch_size=batch, lr=1e-3), progress=False, record_every=reps + 1,
+          callback=lambda step, model: ticks.append(time.perf_counter()))
+    times = sorted(b - a for a, b in zip(ticks, ticks[1:]))  # the first step warms up
     return times[len(times) // 2]

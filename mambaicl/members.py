@@ -1,0 +1,216 @@
+"""What the engine trains: :class:`Member` (one run) and its prompts, :class:`PromptSource`.
+
+A member is ``(seed, kind, data, lr)`` plus model keywords; its ``data`` draws the training prompts.
+:class:`Draws` is the engine's one draw-replay: each member sees exactly the draws of its own
+``(seed, stage)`` stream made by its own data, as if trained alone. :func:`mambaicl.train.train` trains
+lists of members; the members of one kind and model keywords form one stacked model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol, runtime_checkable
+
+import torch
+
+from .config import (DEEP_KINDS, ONE_LAYER_KINDS, ConfigError, DataConfig, check_choice, check_instance, check_int,
+                     check_real, check_seeds)
+from .seeding import torch_generator
+
+__all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "build_members"]
+
+
+@runtime_checkable
+class PromptSource(Protocol):
+    """What a :class:`Member` trains on (its ``data``): any hashable object with
+
+    * ``d``: the data dimension (prompts are ``(..., l+1, d+1)``), read to build the model;
+    * ``sample(batch, generators) -> (P, z)``: ``len(generators)`` batches stacked on a leading axis,
+      ``P`` a tensor ``(S, batch, l+1, d+1)`` or a :class:`mambaicl.data.Prompts` ``(S, batch, ...)``
+      and ``z`` ``(S, batch)``; batch ``s`` drawn from ``generators[s]`` only;
+    * optionally ``stack_key``: members whose data have different keys never share a stack (e.g.
+      different patterns or prompt lengths, which cannot be concatenated).
+
+    Equal data objects (``==``) share one draw per seed. :class:`SyntheticData` is Definition 1's;
+    :class:`SampledData` wraps any ``sample`` function (regression, multiclass, SST-2 samplers).
+    """
+
+    d: int
+
+    def sample(self, batch: int, generators: list) -> tuple: ...
+
+
+class SyntheticData:
+    """Definition 1 training prompts (:func:`mambaicl.data.training_prompts`) on fixed patterns.
+
+    Two are equal when they share the same :class:`~mambaicl.data.Patterns` object, the same
+    :class:`~mambaicl.config.DataConfig` and the same training tasks.
+    """
+
+    def __init__(self, pat, config: DataConfig, tasks: torch.Tensor | None = None) -> None:
+        from .data import training_tasks
+
+        self.pat = pat
+        self.config = check_instance("data config", config, DataConfig)
+        self.tasks = training_tasks(config.M1) if tasks is None else tasks
+        self._key = (id(pat), config, tuple(map(tuple, self.tasks.tolist())))
+
+    @property
+    def d(self) -> int:
+        return self.config.d
+
+    @property
+    def stack_key(self) -> tuple:
+        return (id(self.pat), self.config.l_tr)
+
+    def sample(self, batch: int, generators: list) -> tuple:
+        from .data import training_prompts
+
+        pr = training_prompts(self.pat, self.config, self.tasks, batch, list(generators))
+        return pr, pr.z
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SyntheticData) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"SyntheticData({self.config})"
+
+
+class SampledData:
+    """Any prompt sampler as a member's data: ``fn(batch, generators) -> (P, z)`` stacked over the
+    generators (see :class:`PromptSource`); equal when ``key`` is equal (give every distinct sampler
+    its own key); ``stack_key`` defaults to ``key``."""
+
+    def __init__(self, fn: Callable, d: int, key, stack_key=None) -> None:
+        if not callable(fn):
+            raise ConfigError(f"fn must be callable; got {fn!r}")
+        self.fn, self.d, self.key = fn, check_int("d", d, 1), key
+        self.stack_key = key if stack_key is None else stack_key
+        hash(key)
+
+    def sample(self, batch: int, generators: list) -> tuple:
+        return self.fn(batch, list(generators))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SampledData) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"SampledData({self.key!r})"
+
+
+_MODEL_KEYWORDS = ("m", "delta", "n_layers", "dtype")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One independent run: initial values from ``(seed, "init")``, prompts from ``(seed, stage)`` drawn by
+    ``data``, step size ``lr``, and the model ``build_model(kind, data.d, m=..., delta=..., n_layers=...,
+    **options)`` (``None`` keywords are left to ``build_model``'s defaults; ``options`` a dict or pairs)."""
+
+    seed: int
+    kind: str
+    data: PromptSource
+    lr: float
+    m: int | None = None
+    delta: float | None = None
+    n_layers: int | None = None
+    options: tuple = ()
+    dtype: torch.dtype | None = None
+
+    def __post_init__(self) -> None:
+        check_int("seed", self.seed, 0)
+        check_real("lr", self.lr, 0.0, low_open=True)
+        if not isinstance(self.data, PromptSource) or not callable(getattr(self.data, "sample", None)):
+            raise ConfigError(f"data must have d and sample(batch, generators) (PromptSource); got {self.data!r}")
+        hash(self.data)
+        if self.n_layers is None:
+            check_choice("kind", self.kind, _one_layer_kinds())
+        else:
+            check_int("n_layers", self.n_layers, 1)
+            check_choice("kind", self.kind, DEEP_KINDS)
+        if self.m is not None:
+            check_int("m", self.m, 1)
+        if self.delta is not None:
+            check_real("delta", self.delta, 0.0, low_open=True)
+        opts = tuple(sorted(dict(self.options).items()))
+        for name, _ in opts:
+            if name in _MODEL_KEYWORDS + ("generator", "generators", "device", "kind", "d"):
+                raise ConfigError(f"options must not set {name!r} (a field of Member or set by the engine)")
+        object.__setattr__(self, "options", opts)
+
+    def model_key(self) -> tuple:
+        """Members with equal keys are stacked into one model and trained by one loop."""
+        return (self.kind, self.m, self.delta, self.n_layers, self.options, self.dtype,
+                getattr(self.data, "stack_key", None))
+
+    def label(self) -> str:
+        return f"seed {self.seed}, lr {self.lr}, kind {self.kind!r}, data {self.data!r}"
+
+
+def members(seeds, kind: str, data, lrs, **model) -> list:
+    """``[Member(seed, kind, data, lr, **model)]`` for every ``lr`` of ``lrs`` (outer) and seed (inner):
+    member ``k S + s`` is ``(lrs[k], seeds[s])``; ``lrs`` may be one float."""
+    lrs = [lrs] if isinstance(lrs, (int, float)) else list(lrs)
+    return [Member(int(s), kind, data, float(lr), **model) for lr in lrs for s in check_seeds("seeds", seeds)]
+
+
+def _one_layer_kinds() -> tuple:
+    from .models import GATE_KINDS
+
+    return ONE_LAYER_KINDS + tuple(GATE_KINDS)
+
+
+def build_members(group: list, device) -> torch.nn.Module:
+    """The stacked model of one group of members (same :meth:`Member.model_key`)."""
+    from .models import build_model
+
+    m0 = group[0]
+    kw = {k: getattr(m0, k) for k in ("m", "delta", "dtype") if getattr(m0, k) is not None} | dict(m0.options)
+    if m0.n_layers is None:
+        return build_model(m0.kind, m0.data.d, generators=[torch_generator(m.seed, "init") for m in group],
+                           device=device, **kw)
+    from .train import MemberStack
+
+    return MemberStack([build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, "init"),
+                                    device=device, **kw) for m in group]).to(device)
+
+
+def _join(parts: list):
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)
+    from .data.multiclass import concat_prompts
+
+    return concat_prompts(parts)
+
+
+class Draws:
+    """The draw-replay of a group: member ``i`` with data ``D`` and seed ``s`` gets the prompts of the stream
+    ``(s, stage)`` drawn by ``D`` -- exactly those of a run of that member alone. Each distinct ``(D, s)`` has
+    its own generator and is drawn once per step (members equal in both share the draw)."""
+
+    def __init__(self, group: list, stage: str, device) -> None:
+        self.sources = {}  # data -> list of seeds, in order of first use
+        for m in group:
+            seeds = self.sources.setdefault(m.data, [])
+            if m.seed not in seeds:
+                seeds.append(m.seed)
+        self.gens = [[torch_generator(s, stage) for s in seeds] for seeds in self.sources.values()]
+        offset, row = 0, {}
+        for data, seeds in self.sources.items():
+            row.update({(data, s): offset + j for j, s in enumerate(seeds)})
+            offset += len(seeds)
+        self.index = torch.tensor([row[(m.data, m.seed)] for m in group])
+        self.identity = offset == len(group) and bool((self.index == torch.arange(len(group))).all())
+        self.device = device
+
+    def __call__(self, batch: int) -> tuple:
+        parts = [data.sample(batch, gens) for data, gens in zip(self.sources, self.gens)]
+        P, z = parts[0] if len(parts) == 1 else (_join([p for p, _ in parts]), torch.cat([z for _, z in parts]))
+        if not self.identity:
+            P, z = P[self.index], z[self.index]
+        return P.to(self.device), z.to(self.device)
