@@ -68,17 +68,31 @@ def toy_features(n=60, d=6, seed=0):
     return X.SST2Features(train=pool, val=pool, test=pool, emb_train=x, emb_test=x, pca=fit_pca(x, 2), examples={})
 
 
-def test_curriculum_sampler_switches_to_cq_at_half():
+def test_curriculum_source_switches_to_cq_at_half():
+    from mambaicl.data.poisoning import SST2Source
+
     feat = toy_features()
-    run = X.Run("c", "mamba", steps=10, p_a=0.5, curriculum=True)
-    sampler = X._Sampler(feat.train, run, l=8)
-    g = torch.Generator().manual_seed(0)
+    source = SST2Source(feat.train, l=8, p_a=0.5, switch=5)
+    gens = [torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)]
     for call in range(11):
-        P, z = sampler(200, g)
-        outl = P[:, :8, 1] > 2  # the phrase's coordinate
-        count = outl.sum(1, keepdim=True)
-        is_cq = torch.equal(outl, torch.arange(8)[None] >= 8 - count)
+        P, z = source.sample(200, gens)
+        assert P.shape == (2, 200, 9, 7) and z.shape == (2, 200)
+        outl = P[..., :8, 1] > 2  # the phrase's coordinate
+        count = outl.sum(-1, keepdim=True)
+        is_cq = torch.equal(outl, (torch.arange(8) >= 8 - count))
         assert is_cq == (call >= 5)
+
+
+def test_seeds_trained_as_one_batch_equal_each_seed_alone():
+    feat = toy_features()
+    cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
+    for run in (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=5, batch_size=8, curriculum=True),
+                X.Run("s", "softmax", n_heads=2, n_layers=2, d_model=8, steps=5, batch_size=8)):
+        both, hist = X.trained_models(run, feat, (0, 3), cfg)
+        alone, _ = X.trained_models(run, feat, (3,), cfg)
+        assert len(hist) == 2 and hist[1].steps[-1] == 5
+        for p, q in zip(both[1].parameters(), alone[0].parameters()):
+            assert torch.equal(p, q)
 
 
 def test_oracle_and_tiny_table_end_to_end():
@@ -169,7 +183,6 @@ def made_up(tmp_path, monkeypatch):
     def words_cache(name, cache_dir=None, device=None):
         return EmbeddingCache("words@1", lambda: enc, tmp_path / "cache")
 
-    monkeypatch.setattr(X, "embedding_cache", words_cache)
     monkeypatch.setattr(sst2_split, "embedding_cache", words_cache)
     return write_made_up_sst2(tmp_path / "sst2"), enc
 
@@ -294,7 +307,9 @@ def test_validation_curve_records_and_picks_a_step():
     assert set(got) == {1e-3, 1e-2}
     for rec in got.values():
         assert rec["steps"] == [10, 20, 30, 40] and len(rec["loss"]) == 4 and rec["best_step"] in rec["steps"]
-        assert rec["best_loss"] == min(rec["loss"])
+        assert rec["best_loss"] == min(rec["loss"]) and all(0 <= a <= 100 for a in rec["acc"])
+    with pytest.raises(ValueError, match="^seeds must be disjoint"):
+        X.validation_curve(run, feat, cfg, lrs=(1e-3,), steps=10, every=10, seeds=(0, 7), n_prompts=50)
 
 
 def test_cli_embed_sst2_fills_the_cache_once(made_up, monkeypatch, capsys):

@@ -32,7 +32,8 @@ from ..seeding import torch_generator
 from .stats import Comparison, contrast as _contrast, error_mean_se
 
 __all__ = ["PCA_KS", "KEEPS", "accuracy", "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
-           "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "format_table"]
+           "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "format_table",
+           "table_json"]
 
 PCA_KS = (5, 7, 10)  # App. Table 5
 KEEPS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1)  # kept fractions for the margin curve of the filter
@@ -318,3 +319,21 @@ def format_table(table, res: dict, runs: Optional[Tuple[str, ...]] = None) -> st
             lines.append(f"{a:5.2f} {p:>5}  " + "  ".join(f"{c:>{width}}" for c in cells)
                          + f"  {res['oracle'][(a, p)]:7.1f}")
     return "\n".join(lines)
+
+
+def _key(k) -> str:
+    a, p = k
+    return f"{a}/{p}"
+
+
+def table_json(table, res: dict) -> dict:
+    """One table's results for ``results.json``: per run and ``"alpha/placement"`` cell the per-seed accuracies,
+    mean, SE, the paper's number and the oracle ceiling; the oracle's own per-seed values."""
+    runs = {}
+    for name in res["acc"]:
+        runs[name] = {_key(k): {"per_seed": [a[k] for a in res["acc_seeds"][name]], "mean": res["acc"][name][k],
+                                "se": res["se"][name][k], "paper": table.paper.get(name, {}).get(k),
+                                "oracle": res["oracle"][k]} for k in res["acc"][name]}
+    oracle = {_key(k): {"per_seed": [o[k] for o in res["oracle_seeds"]], "mean": res["oracle"][k],
+                        "se": res["oracle_se"][k]} for k in res["oracle"]}
+    return {"name": table.name, "rule": table.rule, "n_prompts": table.n_prompts, "runs": runs, "oracle": oracle}

@@ -49,6 +49,7 @@ __all__ = [
     "EmbeddedPool",
     "SST2Prompts",
     "sst2_prompts",
+    "SST2Source",
 ]
 
 PHRASE = "James Bond"
@@ -175,3 +176,45 @@ def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0
     labels = torch.cat([y_ctx, torch.zeros(batch, 1)], dim=1).to(x.dtype)  # (batch, l+1)
     P = torch.cat([x, labels.unsqueeze(-1)], dim=-1)  # (batch, l+1, d+1)
     return SST2Prompts(P=P, z=y[:, l].to(x.dtype), outlier=outlier, f=f, idx=idx)
+
+
+class SST2Source:
+    """Training prompts on SST-2 as the data of engine members (:class:`mambaicl.train.PromptSource`).
+
+    Definition 1 on sentences: each context example carries the phrase with probability ``p_a``
+    (placement R) and then a random label (rule C). With ``switch`` (App. 8.1's curriculum), the
+    draws from the ``switch``-th on use placement CQ instead. ``sample(batch, generators)`` draws
+    one batch per generator and stacks them: ``P`` ``(S, batch, l+1, d+1)``, ``z`` ``(S, batch)``,
+    batch ``s`` exactly the prompts ``sst2_prompts(..., generator=generators[s])`` of a run alone.
+
+    The curriculum counts draws, so one source serves one training call: build a fresh one for each.
+    Two sources are equal (and share their draws) when they read the same pool object with the same
+    settings.
+    """
+
+    def __init__(self, pool: EmbeddedPool, *, l: int, p_a: float, switch: int | None = None) -> None:
+        self.pool, self.l = pool, check_int("l", l, 1)
+        self.p_a = check_real("p_a", p_a, 0.0, 1.0, high_open=True)
+        self.switch = None if switch is None else check_int("switch", switch, 0)
+        self.calls = 0
+        self.key = (id(pool), self.l, self.p_a, self.switch)
+
+    @property
+    def d(self) -> int:
+        return self.pool.d
+
+    def sample(self, batch: int, generators) -> tuple:
+        placement = "CQ" if self.switch is not None and self.calls >= self.switch else "R"
+        self.calls += 1
+        prs = [sst2_prompts(self.pool, batch, l=self.l, alpha=self.p_a, placement=placement, rule="C", generator=g)
+               for g in generators]
+        return torch.stack([pr.P for pr in prs]), torch.stack([pr.z for pr in prs])  # (S, batch, l+1, d+1), (S, batch)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SST2Source) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"SST2Source(l={self.l}, p_a={self.p_a}, switch={self.switch})"

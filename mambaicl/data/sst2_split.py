@@ -40,7 +40,7 @@ from .poisoning import COUNTS, EmbeddedPool, poison_sentences
 from .sst2 import inside_any, load_sst2, maximal_phrases
 
 __all__ = ["REGIMES", "SST2Data", "SST2Features", "split_sentences", "texts_to_embed", "keep_threshold",
-           "prepare_features"]
+           "prepare_features", "fill_cache"]
 
 REGIMES = ("held-out", "confident")
 
@@ -237,3 +237,22 @@ def prepare_features(cfg: SST2Data = SST2Data(), *, path=None, cache_dir=None, d
                         emb_test=clean["test"], pca=pca, examples={k: (texts[k][0][0], texts[k][1][0]) for k in order},
                         sizes={k: len(texts[k][0]) for k in ("train", "val", "test")}, filter=filt,
                         seconds=time.perf_counter() - t0)
+
+
+def fill_cache(configs, *, path=None, cache_dir=None, device=None, progress=True) -> Dict[str, object]:
+    """Embed every sentence (and poisoned twin) that :func:`prepare_features` needs for each ``SST2Data`` of
+    ``configs``, into the cache (one cache per encoder), with a progress bar (``True`` in a notebook, or
+    a text stream such as the terminal of the book's build).
+
+    Returns ``{"sentences": distinct sentences needed, "encoded": how many of them were encoded now (the
+    rest came from the cache), "seconds": wall, "cpu_seconds": process CPU}``.
+    """
+    t0, c0 = time.perf_counter(), time.process_time()
+    caches = {}
+    for cfg in configs:
+        if cfg.encoder not in caches:
+            caches[cfg.encoder] = embedding_cache(cfg.encoder, cache_dir=cache_dir, device=device)
+        prepare_features(cfg, path=path, device=device, progress=progress, cache=caches[cfg.encoder])
+    return {"sentences": sum(len(c.requested) for c in caches.values()),
+            "encoded": sum(c.encoded for c in caches.values()),
+            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}

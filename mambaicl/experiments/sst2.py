@@ -37,27 +37,26 @@ import torch
 from tqdm.auto import tqdm
 
 from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, acc_stats, contrast, format_table, judge,
-                             margin_curve, memorisation, oracle_accuracy, pca_table, probe_ceilings)
+                             margin_curve, memorisation, oracle_accuracy, pca_table, probe_ceilings, table_json)
 from ..analysis.sst2 import claims as sst2_claims
 from ..analysis.stats import Comparison
-from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENT_LABELS, PLACEMENTS, RULE_LABELS, RULES, Config,
+from ..analysis.stepsize import search_seeds, step_size_search
+from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, TrainConfig, PLACEMENT_LABELS, PLACEMENTS, RULE_LABELS, RULES, Config,
                       ConfigError, check_choices, check_instance, choice, choices, flag, instance, integer, integers, placement_id,
                       real, reals, rule_id)
-from ..data.encoders import embedding_cache
 from ..data.features import linear_probe
-from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, sst2_prompts
-from ..data.sst2_split import REGIMES, SST2Data, SST2Features, prepare_features, texts_to_embed
+from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, SST2Source, sst2_prompts
+from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
 from ..evaluate import predict, zero_one_error
-from ..models import build_model
 from ..seeding import torch_generator
-from ..train import fit
+from ..train import Member, TrainHistory, loss_per_model, members, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = [
     "REGIMES", "COUNTS", "LABELS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
     "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
     "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "fill_embedding_cache",
-    "margin_curve", "probe_ceilings", "pca_table", "train_run", "accuracy", "oracle_accuracy", "run_table",
+    "margin_curve", "probe_ceilings", "pca_table", "trained_models", "accuracy", "oracle_accuracy", "run_table",
     "memorisation", "validation_curve", "Comparison", "contrast", "claims", "judge", "CLAIM_KEYS", "format_table",
     "SST2Preset", "SST2Result", "run",
 ]
@@ -182,7 +181,6 @@ HELD_OUT = SST2Data()
 # the whole chapter embeds about 21,000 sentences (book/exec_stats.md gives the time).
 CONFIDENT = SST2Data(regime="confident", n_train=None, keep=0.2, count="balanced", n_probe=8000, n_scored=5000,
                      n_val=200)
-DATA = HELD_OUT
 
 
 def _check_tables(name: str, tables) -> tuple:
@@ -224,61 +222,47 @@ DEFINITIONS = {
 
 def fill_embedding_cache(preset: "SST2Preset" = None, *, path=None, cache_dir=None, device=None,
                          progress=True) -> Dict[str, object]:
-    """Embed every sentence (and poisoned twin) that :func:`run` needs for ``preset``, into the cache.
+    """Embed every sentence (and poisoned twin) that :func:`run` needs for ``preset`` (default: the paper's)
+    into the cache (:func:`mambaicl.data.sst2_split.fill_cache`, which gives the returned counts).
 
     Chapter 6 calls this in a cell of its own before the experiment, so that a cold cache is filled
-    (with a progress bar: ``True`` in the notebook, or a text stream such as the terminal of the
-    book's build) and the experiment's cells then only read it; ``python -m mambaicl embed-sst2``
-    calls it too. Returns ``{"sentences": distinct sentences needed, "encoded": how many of them were
-    encoded now (the rest came from the cache), "seconds": wall, "cpu_seconds": process CPU}``.
+    and the experiment's cells then only read it; ``python -m mambaicl embed-sst2`` calls it too.
     """
     preset = PAPER_PRESET if preset is None else preset
-    t0, c0 = time.perf_counter(), time.process_time()
-    caches = {}
-    for regime in preset.regimes:
-        enc = regime.data.encoder
-        if enc not in caches:
-            caches[enc] = embedding_cache(enc, cache_dir=cache_dir, device=device)
-        prepare_features(regime.data, path=path, device=device, progress=progress, cache=caches[enc])
-    return {"sentences": sum(len(c.requested) for c in caches.values()),
-            "encoded": sum(c.encoded for c in caches.values()),
-            "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
+    return fill_cache([r.data for r in preset.regimes], path=path, cache_dir=cache_dir, device=device,
+                      progress=progress)
 
 
 # ---------------------------------------------------------------- training and evaluation
 
 
-class _Sampler:
-    """``sample_batch(B, generator) -> (P, z)`` of training prompts (Def. 1: random outlier labels).
-
-    With ``curriculum``, calls ``>= switch`` use placement CQ instead of R (App. 8.1).
-    """
-
-    def __init__(self, pool: EmbeddedPool, run: Run, l: int):
-        self.pool, self.run, self.l, self.calls = pool, run, l, 0
-        self.switch = run.steps // 2 if run.curriculum else None
-
-    def __call__(self, batch: int, generator: torch.Generator):
-        placement = "CQ" if self.switch is not None and self.calls >= self.switch else "R"
-        self.calls += 1
-        pr = sst2_prompts(self.pool, batch, l=self.l, alpha=self.run.p_a, placement=placement, rule="C",
-                          generator=generator)
-        return pr.P, pr.z
+def _members(run: Run, feat: SST2Features, cfg: SST2Data, seeds, lrs=None) -> List[Member]:
+    """Engine members of ``run``: one per (step size, seed), member ``k S + s`` is ``(lrs[k], seeds[s])``;
+    initial values from ``(seed, "init")``, training prompts (:class:`SST2Source`) from ``(seed, "train")``."""
+    data = SST2Source(feat.train, l=cfg.l, p_a=run.p_a, switch=run.steps // 2 if run.curriculum else None)
+    return members(seeds, run.kind, data, (run.lr,) if lrs is None else lrs, n_layers=run.n_layers,
+                   options={"n_heads": run.n_heads, "d_model": run.d_model})
 
 
-def _build(run: Run, cfg: SST2Data, seed: int, device=None):
-    return build_model(run.kind, cfg.d, n_layers=run.n_layers, n_heads=run.n_heads, d_model=run.d_model,
-                       generator=torch_generator(seed, "init"), device=resolve_device(device))
+def _budget(run: Run, steps: Optional[int] = None) -> TrainConfig:
+    """The loop's budget for ``run`` (its ``lr`` is the members')."""
+    return TrainConfig(lr=run.lr, batch_size=run.batch_size, steps=run.steps if steps is None else steps,
+                       optimizer=run.optimizer, loss=run.loss)
 
 
-def train_run(run: Run, feat: SST2Features, seed: int, cfg: SST2Data = HELD_OUT, device=None, progress: bool = False):
-    """Build (:func:`mambaicl.models.build_model`) and train (:func:`mambaicl.train.fit`) one run for ``seed``;
-    returns (model, history). Initial values from ``(seed, "init")``, training prompts from ``(seed, "train")``."""
-    model = _build(run, cfg, seed, device)
-    history = fit(model, _Sampler(feat.train, run, cfg.l), steps=run.steps, batch_size=run.batch_size, lr=run.lr,
-                  optimizer=run.optimizer, loss=run.loss, seed=seed, device=device, record_every=50,
-                  progress=progress)
-    return model.eval(), history
+def trained_models(run: Run, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD_OUT, device=None,
+                   progress: bool = False) -> Tuple[list, list]:
+    """Train ``run`` for every seed as one batch of members (:func:`mambaicl.train.train`); returns
+    ``(models, histories)``, one per seed, each model exactly the one a run of that seed alone gives."""
+    seeds = resolve_seeds(seeds)
+    trained = train(_members(run, feat, cfg, seeds), _budget(run), device=resolve_device(device), progress=progress,
+                    record_every=50)
+    models, histories = [], []
+    for i in range(len(seeds)):
+        g, k = trained.locate(i)
+        models.append(g.model.members[k].eval())
+        histories.append(TrainHistory(steps=list(g.history.steps), loss=g.history.loss_of(k)))
+    return models, histories
 
 
 def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data, seed: int, stage: str = "test/sst2"):
@@ -309,9 +293,7 @@ def run_table(table: Table, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD
     for run in tqdm(table.runs, desc=table.name, disable=not progress):
         if run.name not in res["models"]:
             t0 = time.perf_counter()
-            trained = [train_run(run, feat, s, cfg, device) for s in seeds]
-            res["models"][run.name] = [m for m, _ in trained]
-            res["history"][run.name] = [h for _, h in trained]
+            res["models"][run.name], res["history"][run.name] = trained_models(run, feat, seeds, cfg, device)
             res["seconds"][run.name] = time.perf_counter() - t0
         per_seed = [accuracy(m, prompts[s], device) for m, s in zip(res["models"][run.name], seeds)]
         res["acc_seeds"][run.name] = per_seed
@@ -319,43 +301,49 @@ def run_table(table: Table, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD
     return res
 
 
-def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-3, 1e-2), steps: int = 1500,
-                     every: int = 100, seed: int = 0, n_prompts: int = 2000, alpha: Optional[float] = None,
+def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-3, 1e-2), steps: int = 800,
+                     every: int = 100, seeds=None, n_prompts: int = 2000, alpha: Optional[float] = None,
                      device=None) -> Dict[float, dict]:
     """Step size and length of training chosen on the *validation* sentences (never the test ones).
 
-    For each learning rate, trains ``run`` for ``steps`` and every ``every`` steps records the hinge
-    loss and accuracy (%) on fixed validation prompts built like the training prompts (``alpha``
-    defaults to the run's ``p_a``; placement R). Returns ``{lr: {"steps", "loss", "acc", "best_step",
-    "best_loss"}}``; the chosen setting is the ``lr`` with the lowest ``best_loss``, trained for its
-    ``best_step`` steps.
+    For each length ``every, 2 every, ..., steps``, :func:`mambaicl.analysis.stepsize.step_size_search` trains
+    ``run`` with every step size of ``lrs`` on the search seeds (default: two seeds disjoint from
+    :data:`DEFAULT_SEEDS`) and scores each member by its hinge loss on fixed validation prompts built like
+    the training prompts (``alpha`` defaults to the run's ``p_a``; placement R). Returns ``{lr: {"steps",
+    "loss", "acc", "best_step", "best_loss"}}`` (loss and accuracy in % are means over the search seeds);
+    the chosen setting is the ``lr`` with the lowest ``best_loss``, trained for its ``best_step`` steps.
     """
     if feat.val is None:
         raise ConfigError("validation_curve needs the validation pool: prepare_features(cfg, with_val=True)")
+    seeds = search_seeds(DEFAULT_SEEDS, 2) if seeds is None else seeds
     a = run.p_a if alpha is None else alpha
     val = sst2_prompts(feat.val, n_prompts, l=cfg.l, alpha=a, placement="R", rule="C",
-                       generator=torch_generator(seed, "validation"))
+                       generator=torch_generator(0, "validation"))
     dev = resolve_device(device)
-    out = {}
-    for lr in lrs:
-        model = _build(run, cfg, seed, device)
-        rec = {"steps": [], "loss": [], "acc": []}
+    out = {float(lr): {"steps": [], "loss": [], "acc": []} for lr in lrs}
+    for length in range(every, steps + 1, every):
+        acc = {}
 
-        def probe(step, m, rec=rec):
-            if (step + 1) % every:
-                return
-            with torch.no_grad():
-                F = predict(m, val.P.to(dev)).cpu()
-            rec["steps"].append(step + 1)
-            rec["loss"].append(float(torch.clamp(1 - val.z * F, min=0).mean()))
-            rec["acc"].append(100 * (1 - zero_one_error(F, val.z)))
-            m.train()
+        def score(trained, acc=acc) -> list:
+            losses = []
+            for i in range(len(trained.members)):
+                g, k = trained.locate(i)
+                with torch.no_grad():
+                    F = predict(g.model.members[k], val.P.to(dev)).cpu()
+                losses.append(float(loss_per_model(run.loss, F, val.z)))
+                acc[i] = 100 * (1 - zero_one_error(F, val.z))
+            return losses
 
-        fit(model, _Sampler(feat.train, dataclasses.replace(run, lr=lr, steps=steps), cfg.l), steps=steps,
-            batch_size=run.batch_size, lr=lr, optimizer=run.optimizer, loss=run.loss, seed=seed, device=device,
-            record_every=steps, progress=False, callback=probe)
+        template = _members(run, feat, cfg, (0,))[0]
+        found = step_size_search(template, lrs, _budget(run, length), score, seeds=seeds, reported=DEFAULT_SEEDS,
+                                 device=dev)
+        for k, lr in enumerate(found.lrs):
+            out[lr]["steps"].append(length)
+            out[lr]["loss"].append(found.mean[k])
+            out[lr]["acc"].append(sum(acc[found.member(k, s)] for s in range(len(found.seeds))) / len(found.seeds))
+    for rec in out.values():
         best = min(range(len(rec["loss"])), key=rec["loss"].__getitem__)
-        out[lr] = {**rec, "best_step": rec["steps"][best], "best_loss": rec["loss"][best]}
+        rec.update(best_step=rec["steps"][best], best_loss=rec["loss"][best])
     return out
 
 
@@ -403,22 +391,6 @@ DEFAULT_PRESET = "paper"
 DEFAULT_SEEDS = (0, 1, 2)
 
 
-def _key(k) -> str:
-    a, p = k
-    return f"{a}/{p}"
-
-
-def _table_json(table: Table, res: dict) -> dict:
-    runs = {}
-    for name in res["acc"]:
-        runs[name] = {_key(k): {"per_seed": [a[k] for a in res["acc_seeds"][name]], "mean": res["acc"][name][k],
-                                "se": res["se"][name][k], "paper": table.paper.get(name, {}).get(k),
-                                "oracle": res["oracle"][k]} for k in res["acc"][name]}
-    oracle = {_key(k): {"per_seed": [o[k] for o in res["oracle_seeds"]], "mean": res["oracle"][k],
-                        "se": res["oracle_se"][k]} for k in res["oracle"]}
-    return {"name": table.name, "rule": table.rule, "n_prompts": table.n_prompts, "runs": runs, "oracle": oracle}
-
-
 @dataclass
 class SST2Result(Result):
     """Per regime: its definition and data, probe ceilings, the filter's margin curve, App. Table 5, every
@@ -446,7 +418,7 @@ def run(preset: SST2Preset = PAPER_PRESET, *, seeds=DEFAULT_SEEDS, device=None, 
             for r in table.runs:
                 shared.setdefault(_run_key(r), res["models"][r.name])
             raw[table.name] = res
-            tables[table.name] = _table_json(table, res)
+            tables[table.name] = table_json(table, res)
         pca = pca_table(feat, preset.pca_ks, cfg)
         found = claims(raw, pca, len(feat.test.s))
         entry = {"definition": regime.definition, "data": dataclasses.asdict(cfg), "sizes": feat.sizes,
