@@ -86,11 +86,11 @@ def test_curriculum_source_switches_to_cq_at_half():
 def test_seeds_trained_as_one_batch_equal_each_seed_alone():
     feat = toy_features()
     cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
-    for run in (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=5, batch_size=8, curriculum=True),
-                X.Run("s", "softmax", n_heads=2, n_layers=2, d_model=8, steps=5, batch_size=8)):
+    for run in (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=4, curriculum=True),
+                X.Run("s", "softmax", n_heads=2, n_layers=2, d_model=8, steps=4, batch_size=4)):
         both, hist = X.trained_models(run, feat, (0, 3), cfg)
         alone, _ = X.trained_models(run, feat, (3,), cfg)
-        assert len(hist) == 2 and hist[1].steps[-1] == 5
+        assert len(hist) == 2 and hist[1].steps[-1] == 4
         for p, q in zip(both[1].parameters(), alone[0].parameters()):
             assert torch.equal(p, q)
 
@@ -303,13 +303,13 @@ def test_validation_curve_records_and_picks_a_step():
     feat = toy_features()
     cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
     run = X.Run("m", "linear", n_heads=1, n_layers=1, d_model=8, batch_size=16)
-    got = X.validation_curve(run, feat, cfg, lrs=(1e-3, 1e-2), steps=40, every=10, n_prompts=200)
+    got = X.validation_curve(run, feat, cfg, lrs=(1e-3, 1e-2), steps=8, every=4, n_prompts=100)
     assert set(got) == {1e-3, 1e-2}
     for rec in got.values():
-        assert rec["steps"] == [10, 20, 30, 40] and len(rec["loss"]) == 4 and rec["best_step"] in rec["steps"]
+        assert rec["steps"] == [4, 8] and len(rec["loss"]) == 2 and rec["best_step"] in rec["steps"]
         assert rec["best_loss"] == min(rec["loss"]) and all(0 <= a <= 100 for a in rec["acc"])
     with pytest.raises(ValueError, match="^seeds must be disjoint"):
-        X.validation_curve(run, feat, cfg, lrs=(1e-3,), steps=10, every=10, seeds=(0, 7), n_prompts=50)
+        X.validation_curve(run, feat, cfg, lrs=(1e-3,), steps=2, every=2, seeds=(0, 7), n_prompts=50)
 
 
 def test_cli_embed_sst2_fills_the_cache_once(made_up, monkeypatch, capsys):
