@@ -72,10 +72,6 @@ __all__ = [
     "DEEP_KINDS",
     "RULES",
     "PLACEMENTS",
-    "RULE_LABELS",
-    "PLACEMENT_LABELS",
-    "rule_id",
-    "placement_id",
     "OPTIMIZERS",
     "LOSSES",
     "V_PRIME_SECTION_4_1",
@@ -85,9 +81,6 @@ __all__ = [
 
 RULES = ("A", "B", "C")  # §4.1: (A) flipped, (B) one targeted label, (C) random
 PLACEMENTS = ("R", "FQ", "CQ")  # §4.2: outliers at random (R) / farthest from (FQ) / closest to (CQ) the query
-#: display labels (the long names) of the rules and placements; the letters are the identifiers
-RULE_LABELS = {"A": "flipped", "B": "targeted", "C": "random"}
-PLACEMENT_LABELS = {"R": "random", "FQ": "far", "CQ": "close"}
 OPTIMIZERS = ("sgd", "adam")
 ONE_LAYER_KINDS = ("mamba", "mamba_merged", "linear")  # Eq. (3); "linear" is G = 1 (Section 3.4)
 DEEP_KINDS = ("mamba", "linear", "softmax", "mamba1")  # residual stacks (§4, App. 8)
@@ -147,23 +140,6 @@ def check_choice(name: str, value, choices: Iterable) -> object:
     if not ok:
         raise ConfigError(f"{name} must be one of {choices}; got {value!r}")
     return value
-
-
-def _letter(name: str, value, letters: tuple, labels: dict) -> str:
-    names = {v: k for k, v in labels.items()}
-    if isinstance(value, str) and value in names:
-        return names[value]
-    return check_choice(name, value, letters + tuple(names))
-
-
-def rule_id(value, name: str = "rule") -> str:
-    """The letter (§4.1: A, B, C) of a rule given by its letter or by its display label (an accepted alias)."""
-    return _letter(name, value, RULES, RULE_LABELS)
-
-
-def placement_id(value, name: str = "placement") -> str:
-    """The letter (§4.2: R, FQ, CQ) of a placement given by its letter or its display label (an accepted alias)."""
-    return _letter(name, value, PLACEMENTS, PLACEMENT_LABELS)
 
 
 def check_bool(name: str, value) -> bool:
@@ -381,7 +357,7 @@ class TestConfig(Config):
     kappa_a_prime: float = real(2.0, 0.0, low_open=True)
     K_prime: float = real(1.5, 1.0, low_open=True)  # Eq. (5): K' > 1
     rule: str = choice("A", RULES)
-    placement: str = choice("random", PLACEMENTS + tuple(PLACEMENT_LABELS.values()))  # read via placement_id
+    placement: str = choice("random", PLACEMENTS + ("random", "far", "close"))  # or a label: data.vocabulary
     target_label: int = choice(1, (1, -1))
     v_coeffs: tuple = V_PRIME_SECTION_4_1
     L: float = real(0.3, 0.0, low_open=True)

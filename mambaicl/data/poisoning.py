@@ -14,7 +14,7 @@ Glossary (code name -> paper symbol):
 ``alpha``          probability that a context example carries the phrase, Eq. (5) (``p_a``
                    in training, Eq. (4))
 ``RULES``          outlier labels (§4.1's letters): ``B`` targeted (+1, Example 1), ``A`` flipped
-                   (``-f s``), ``C`` random; display labels in :data:`LABELS`
+                   (``-f s``), ``C`` random; display labels in :data:`LABELS` (:mod:`mambaicl.data.vocabulary`)
 ``PLACEMENTS``     ``FQ`` outliers farthest from the query, ``CQ`` closest, ``R`` random (§4.2)
 =================  ==========================================================================
 
@@ -34,9 +34,9 @@ from typing import List, Sequence
 
 import torch
 
-from ..config import (PLACEMENT_LABELS, PLACEMENTS, RULE_LABELS, RULES, ConfigError, check_choice, check_int, check_real,
-                      placement_id, rule_id)
+from ..config import PLACEMENTS, RULES, ConfigError, check_choice, check_int, check_real
 from .prompts import outlier_labels, outlier_mask
+from .vocabulary import LABELS, placement_id, rule_id
 
 __all__ = [
     "PHRASE",
@@ -53,8 +53,6 @@ __all__ = [
 ]
 
 PHRASE = "James Bond"
-#: display labels of the rules' and placements' letters (:data:`mambaicl.config.RULES`, ``PLACEMENTS``)
-LABELS = {"rule": RULE_LABELS, "placement": PLACEMENT_LABELS}
 
 
 def insert_phrase(sentence: str, position: int, phrase: str = PHRASE) -> str:

@@ -41,7 +41,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from ..config import DataConfig, TestConfig, placement_id
+from ..config import DataConfig, TestConfig
+from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
 __all__ = ["Prompts", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",

@@ -41,12 +41,12 @@ from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, acc_stats, con
 from ..analysis.sst2 import claims as sst2_claims
 from ..analysis.stats import Comparison
 from ..analysis.stepsize import search_seeds, step_size_search
-from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, TrainConfig, PLACEMENT_LABELS, PLACEMENTS, RULE_LABELS, RULES, Config,
-                      ConfigError, check_choices, check_instance, choice, choices, flag, instance, integer, integers, placement_id,
-                      real, reals, rule_id)
+from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENTS, RULES, Config, ConfigError, TrainConfig,
+                      check_choices, check_instance, choice, choices, flag, instance, integer, integers, real, reals)
 from ..data.features import linear_probe
 from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, SST2Source, sst2_prompts
 from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
+from ..data.vocabulary import PLACEMENT_LABELS, RULE_LABELS, placement_id, rule_id
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
 from ..train import Member, TrainHistory, loss_per_model, members, train
