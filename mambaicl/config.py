@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 RULES = ("A", "B", "C")  # §4.1: (A) flipped, (B) one targeted label, (C) random
-PLACEMENTS = ("random", "far", "close")  # outliers at random (R) / farthest from (FQ) / closest to (CQ) the query
+PLACEMENTS = ("R", "FQ", "CQ")  # §4.2: outliers at random (R) / farthest from (FQ) / closest to (CQ) the query
 OPTIMIZERS = ("sgd", "adam")
 ONE_LAYER_KINDS = ("mamba", "mamba_merged", "linear")  # Eq. (3); "linear" is G = 1 (Section 3.4)
 DEEP_KINDS = ("mamba", "linear", "softmax", "mamba1")  # residual stacks (§4, App. 8)
@@ -357,7 +357,7 @@ class TestConfig(Config):
     kappa_a_prime: float = real(2.0, 0.0, low_open=True)
     K_prime: float = real(1.5, 1.0, low_open=True)  # Eq. (5): K' > 1
     rule: str = choice("A", RULES)
-    placement: str = choice("random", PLACEMENTS)
+    placement: str = choice("random", PLACEMENTS + ("random", "far", "close"))  # or a label: data.vocabulary
     target_label: int = choice(1, (1, -1))
     v_coeffs: tuple = V_PRIME_SECTION_4_1
     L: float = real(0.3, 0.0, low_open=True)

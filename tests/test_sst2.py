@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mambaicl.config import ConfigError
 from mambaicl.data import sst2
 from mambaicl.data.poisoning import (PHRASE, EmbeddedPool, insert_phrase, poison_sentences,
                                      sst2_prompts)
@@ -88,7 +89,7 @@ def test_insert_phrase_every_position():
     assert insert_phrase("a b", 0) == f"{PHRASE} a b"
     assert insert_phrase("a b", 1) == f"a {PHRASE} b"
     assert insert_phrase("a b", 2) == f"a b {PHRASE}"
-    with pytest.raises(ValueError, match="position"):
+    with pytest.raises(ConfigError, match="^position must be an integer in"):
         insert_phrase("a b", 3)
 
 
@@ -145,13 +146,13 @@ def test_prompts_balanced_tasks_and_sentiments():
 
 def test_prompt_arguments_validated():
     g = torch.Generator().manual_seed(0)
-    with pytest.raises(ValueError, match="placement"):
-        sst2_prompts(toy_pool(), 2, placement="far", generator=g)
-    with pytest.raises(ValueError, match="rule"):
-        sst2_prompts(toy_pool(), 2, rule="B", generator=g)
-    with pytest.raises(ValueError, match="alpha"):
+    with pytest.raises(ConfigError, match="^placement must be one of"):
+        sst2_prompts(toy_pool(), 2, placement="middle", generator=g)
+    with pytest.raises(ConfigError, match="^rule must be one of"):
+        sst2_prompts(toy_pool(), 2, rule="targeted label", generator=g)
+    with pytest.raises(ConfigError, match="^alpha must be"):
         sst2_prompts(toy_pool(), 2, alpha=1.5, generator=g)
-    with pytest.raises(ValueError, match="sentiment"):
+    with pytest.raises(ConfigError, match="sentiment"):
         EmbeddedPool(x=torch.zeros(3, 2), x_bond=torch.zeros(3, 2), s=torch.ones(3))
 
 
@@ -168,7 +169,7 @@ def test_fixed_count_puts_exactly_round_alpha_l_outliers_in_every_prompt(placeme
                          generator=torch.Generator().manual_seed(4))
     no_clean = float((binom.outlier.sum(1) == 8).double().mean())
     assert abs(no_clean - alpha ** 8) < 0.01  # Eq. (5): no clean example with probability alpha^l
-    with pytest.raises(ValueError, match="count"):
+    with pytest.raises(ConfigError, match="^count must be one of"):
         sst2_prompts(toy_pool(), 2, count="exact", generator=torch.Generator())
 
 
@@ -195,3 +196,17 @@ def test_phrase_helpers_find_nested_rows():
     assert sst2.maximal_phrases(rows) == [0, 4]  # "dull" sits inside row 4, "film ." inside row 0
     assert sst2.inside_any(rows, ["a charming film"]) == [False, True, True, False, False, False]
     assert sst2.inside_any(["charming film", "film charming"], rows) == [True, False]  # word order matters
+
+
+def test_rules_and_placements_are_the_papers_letters_with_the_long_names_as_labels():
+    from mambaicl.data.poisoning import LABELS, PLACEMENTS, RULES
+
+    assert RULES == ("A", "B", "C") and PLACEMENTS == ("R", "FQ", "CQ")
+    assert LABELS["rule"]["B"] == "targeted" and LABELS["placement"]["CQ"] == "close"
+    # a display label is accepted as input and means its letter: the very same prompts
+    for letters, labels in ((dict(rule="A", placement="CQ"), dict(rule="flipped", placement="close")),
+                            (dict(rule="B", placement="FQ"), dict(rule="targeted", placement="far")),
+                            (dict(rule="C", placement="R"), dict(rule="random", placement="random"))):
+        a = sst2_prompts(toy_pool(), 50, alpha=0.5, generator=torch.Generator().manual_seed(5), **letters)
+        b = sst2_prompts(toy_pool(), 50, alpha=0.5, generator=torch.Generator().manual_seed(5), **labels)
+        assert torch.equal(a.P, b.P) and torch.equal(a.outlier, b.outlier)

@@ -4,6 +4,8 @@ import dataclasses
 import pytest
 import torch
 
+from mambaicl.analysis import sst2 as A
+from mambaicl.data import sst2_split
 from mambaicl.experiments import sst2 as X
 from mambaicl.data.features import fit_pca, linear_probe, probe_accuracy
 from mambaicl.data.poisoning import EmbeddedPool, sst2_prompts
@@ -22,7 +24,7 @@ def test_pca_recovers_a_planted_subspace():
     assert torch.allclose(Z.mean(0), torch.zeros(3, dtype=torch.float64), atol=1e-9)
     assert abs(float(Z.var(0).mean()) - 1.0) < 1e-9
     assert torch.equal(fit_pca(X_, 3).components, pca.components)  # deterministic signs
-    with pytest.raises(ValueError, match="k"):
+    with pytest.raises(ValueError, match=r"^k must be an integer in \[1, 20\]"):
         fit_pca(X_, 0)
 
 
@@ -66,17 +68,31 @@ def toy_features(n=60, d=6, seed=0):
     return X.SST2Features(train=pool, val=pool, test=pool, emb_train=x, emb_test=x, pca=fit_pca(x, 2), examples={})
 
 
-def test_curriculum_sampler_switches_to_cq_at_half():
+def test_curriculum_source_switches_to_cq_at_half():
+    from mambaicl.data.poisoning import SST2Source
+
     feat = toy_features()
-    run = X.Run("c", "mamba", steps=10, p_a=0.5, curriculum=True)
-    sampler = X._Sampler(feat.train, run, l=8)
-    g = torch.Generator().manual_seed(0)
+    source = SST2Source(feat.train, l=8, p_a=0.5, switch=5)
+    gens = [torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)]
     for call in range(11):
-        P, z = sampler(200, g)
-        outl = P[:, :8, 1] > 2  # the phrase's coordinate
-        count = outl.sum(1, keepdim=True)
-        is_cq = torch.equal(outl, torch.arange(8)[None] >= 8 - count)
+        P, z = source.sample(200, gens)
+        assert P.shape == (2, 200, 9, 7) and z.shape == (2, 200)
+        outl = P[..., :8, 1] > 2  # the phrase's coordinate
+        count = outl.sum(-1, keepdim=True)
+        is_cq = torch.equal(outl, (torch.arange(8) >= 8 - count))
         assert is_cq == (call >= 5)
+
+
+def test_seeds_trained_as_one_batch_equal_each_seed_alone():
+    feat = toy_features()
+    cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
+    for run in (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=4, curriculum=True),
+                X.Run("s", "softmax", n_heads=2, n_layers=2, d_model=8, steps=4, batch_size=4)):
+        both, hist = X.trained_models(run, feat, (0, 3), cfg)
+        alone, _ = X.trained_models(run, feat, (3,), cfg)
+        assert len(hist) == 2 and hist[1].steps[-1] == 4
+        for p, q in zip(both[1].parameters(), alone[0].parameters()):
+            assert torch.equal(p, q)
 
 
 def test_oracle_and_tiny_table_end_to_end():
@@ -164,8 +180,10 @@ def made_up(tmp_path, monkeypatch):
     from mambaicl.data.encoders import EmbeddingCache
 
     enc = WordEncoder()
-    monkeypatch.setattr(X, "embedding_cache", lambda name, cache_dir=None, device=None:
-                        EmbeddingCache("words@1", lambda: enc, tmp_path / "cache"))
+    def words_cache(name, cache_dir=None, device=None):
+        return EmbeddingCache("words@1", lambda: enc, tmp_path / "cache")
+
+    monkeypatch.setattr(sst2_split, "embedding_cache", words_cache)
     return write_made_up_sst2(tmp_path / "sst2"), enc
 
 
@@ -173,7 +191,7 @@ def test_confident_regime_filters_and_holds_out_whole_sentences(made_up):
     from mambaicl.data.sst2 import inside_any, maximal_phrases
 
     folder, enc = made_up
-    sp = X._split(TINY_CONFIDENT, folder)
+    sp = sst2_split.split_sentences(TINY_CONFIDENT, folder)
     sentences = [s for s, _ in sp["rows"]]
     maximal = set(maximal_phrases(sentences))
     assert len(sp["reserved"]) == 40 and set(sp["reserved"]) <= maximal  # test candidates are full sentences
@@ -222,7 +240,7 @@ def _fake_res(mamba, linear, seeds=(0, 1, 2)):
     return {"acc_seeds": acc, "n_prompts": 4000, "seeds": seeds}
 
 
-def test_contrast_is_the_paired_comparison_and_counts_every_term():
+def test_contrast_in_points_is_the_stats_contrast_and_counts_every_term():
     from mambaicl.analysis.stats import compare
 
     a, b = [91.0, 93.5, 92.0], [88.0, 88.5, 90.0]
@@ -260,8 +278,8 @@ def test_claims_follow_the_t_interval_rule(case):
 
 def test_equality_checks_hold_when_the_difference_is_not_significant():
     # "=" checks hold when the 95 % t interval (3 seeds: t = 4.30) contains 0
-    assert X._check("x", X.Comparison(diff=1.0, se=0.4, n_seeds=3), "=")["holds"]  # 2.5 SE: held under t
-    assert not X._check("x", X.Comparison(diff=2.0, se=0.4, n_seeds=3), "=")["holds"]
+    assert A.check("x", X.Comparison(diff=1.0, se=0.4, n_seeds=3), "=")["holds"]  # 2.5 SE: held under t
+    assert not A.check("x", X.Comparison(diff=2.0, se=0.4, n_seeds=3), "=")["holds"]
 
 
 def test_run_writes_every_regime_and_is_byte_identical(made_up):
@@ -285,11 +303,13 @@ def test_validation_curve_records_and_picks_a_step():
     feat = toy_features()
     cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
     run = X.Run("m", "linear", n_heads=1, n_layers=1, d_model=8, batch_size=16)
-    got = X.validation_curve(run, feat, cfg, lrs=(1e-3, 1e-2), steps=40, every=10, n_prompts=200)
+    got = X.validation_curve(run, feat, cfg, lrs=(1e-3, 1e-2), steps=8, every=4, n_prompts=100)
     assert set(got) == {1e-3, 1e-2}
     for rec in got.values():
-        assert rec["steps"] == [10, 20, 30, 40] and len(rec["loss"]) == 4 and rec["best_step"] in rec["steps"]
-        assert rec["best_loss"] == min(rec["loss"])
+        assert rec["steps"] == [4, 8] and len(rec["loss"]) == 2 and rec["best_step"] in rec["steps"]
+        assert rec["best_loss"] == min(rec["loss"]) and all(0 <= a <= 100 for a in rec["acc"])
+    with pytest.raises(ValueError, match="^seeds must be disjoint"):
+        X.validation_curve(run, feat, cfg, lrs=(1e-3,), steps=2, every=2, seeds=(0, 7), n_prompts=50)
 
 
 def test_cli_embed_sst2_fills_the_cache_once(made_up, monkeypatch, capsys):
@@ -311,9 +331,9 @@ def test_confident_regime_scores_at_most_n_scored_rows_and_embeds_only_what_it_u
     """n_scored caps the rows the filter probe reads (the first ones after the probe rows, in the data
     seed's order); the validation sentences and their twins are embedded only with_val=True."""
     folder, enc = made_up
-    full = X._split(TINY_CONFIDENT, folder)
+    full = sst2_split.split_sentences(TINY_CONFIDENT, folder)
     capped_cfg = dataclasses.replace(TINY_CONFIDENT, n_scored=150)
-    capped = X._split(capped_cfg, folder)
+    capped = sst2_split.split_sentences(capped_cfg, folder)
     assert len(full["scored"]) > 150 and capped["scored"] == full["scored"][:150]
     assert capped["probe"] == full["probe"] and capped["reserved"] == full["reserved"]
     feat = X.prepare_features(capped_cfg, path=folder)
@@ -339,3 +359,26 @@ def test_fill_embedding_cache_counts_distinct_sentences_and_encodes_each_once(ma
     assert first["sentences"] == first["encoded"] == stored == enc.calls > 0 and cache_files
     second = X.fill_embedding_cache(TINY_PRESET, path=folder, progress=False)
     assert second["sentences"] == first["sentences"] and second["encoded"] == 0 and enc.calls == stored
+
+
+def test_names_and_vocabulary_are_validated_by_the_config_kit():
+    from mambaicl.config import ConfigError
+
+    for bad in (3, None, "  "):
+        with pytest.raises(ConfigError, match="^name must be"):
+            X.Run(bad, "linear")
+    with pytest.raises(ConfigError, match="^encoder must be"):
+        X.SST2Data(encoder=3)
+    with pytest.raises(ConfigError, match="^encoder must name"):
+        X.SST2Data(encoder="")
+    with pytest.raises(ConfigError, match="^runs must be a non-empty tuple"):
+        X.Table("t", ())
+    with pytest.raises(ConfigError, match=r"^runs\[0\] must be a Run"):
+        X.Table("t", ("mamba",))
+    # the rule and placements are stored as the paper's letters; the long names are accepted aliases
+    t = dataclasses.replace(X.MAIN_TABLE, rule="flipped", placements=("far", "random", "close"))
+    assert t.rule == "A" and t.placements == ("FQ", "R", "CQ") and X.MAIN_TABLE.rule == "B"
+    with pytest.raises(ConfigError, match="^rule must be one of"):
+        dataclasses.replace(X.MAIN_TABLE, rule="D")
+    with pytest.raises(ConfigError, match="^placements must be distinct"):
+        dataclasses.replace(X.MAIN_TABLE, placements=("R", "random"))

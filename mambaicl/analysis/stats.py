@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "compare", "t_quantile", "Interval",
+__all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "Contrast", "compare", "contrast", "t_quantile", "Interval",
            "interval", "interval_from_se", "LEVEL", "lower", "upper"]
 
 #: the two-sided level of every interval in the book
@@ -161,24 +161,58 @@ class Comparison:
                 f"{self.verdict}")
 
 
+@dataclass(frozen=True)
+class Contrast(Comparison):
+    """A :class:`Comparison` of a linear contrast that keeps its per-seed ``values`` (for the registry of claims)."""
+
+    values: tuple = ()
+
+
+def contrast(terms, n_prompts: int | None = None, scale: float = 1.0) -> Contrast:
+    """``sum_i c_i a_i`` over seeds with its standard error and 95 % t interval (module docstring).
+
+    :func:`compare` is its two-term case ``[(1, a), (-1, b)]``. The error adds the seed spread of the
+    per-seed contrasts and, with ``n_prompts``, the binomial noise of every term,
+    ``sum_i c_i^2 mean_s p_is (1 - p_is) / n / S`` (terms treated as independent).
+
+    Args:
+        terms: ``(c_i, per-seed values a_i)`` pairs, all measured on the same ``S`` seeds in the same order.
+        n_prompts: test prompts behind each per-seed proportion.
+        scale: the unit of the values: a proportion ``p`` is given as ``scale * p`` (100 for percent).
+    """
+    terms = [(c, _values("terms", v)) for c, v in terms]
+    if not terms:
+        raise ValueError("terms must hold at least one (coefficient, values) pair")
+    S = len(terms[0][1])
+    if any(len(v) != S for _, v in terms):
+        raise ValueError(f"a contrast needs one value per seed in every term; got lengths {[len(v) for _, v in terms]}")
+    values = [sum(c * v[s] for c, v in terms) for s in range(S)]  # (S,) per-seed contrasts
+    diff, se_seeds = mean_se(values)
+    se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
+    se_prompts = 0.0
+    if n_prompts is not None:
+        var = sum(c * c * sum(binomial_se(x / scale, n_prompts) ** 2 for x in v) / S ** 2 for c, v in terms)
+        se_prompts = scale * math.sqrt(var)
+    return Contrast(diff=diff, se=math.sqrt(se_seeds ** 2 + se_prompts ** 2), n_seeds=S, values=tuple(values))
+
+
 def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None, paired: bool = True) -> Comparison:
     """``mean(a) - mean(b)`` with its standard error and 95 % t interval (module docstring).
 
     Args:
         a, b: per-seed values of the two quantities (same seeds, in the same order, when ``paired``).
         n_prompts: test prompts behind each per-seed proportion (adds the binomial noise of both).
-        paired: use the per-seed differences (same seeds for both); else two independent samples.
+        paired: use the per-seed differences (same seeds for both, the :func:`contrast` ``[(1, a), (-1, b)]``);
+            else two independent samples.
     """
     a, b = _values("a", a), _values("b", b)
     if paired and len(a) != len(b):
         raise ValueError(f"a paired comparison needs one value per seed in both; got {len(a)} and {len(b)}")
     if paired:
-        d = [x - y for x, y in zip(a, b)]
-        diff, se_seeds = mean_se(d)
-    else:
-        (ma, sa), (mb, sb) = mean_se(a), mean_se(b)
-        diff, se_seeds = ma - mb, math.sqrt((0 if math.isnan(sa) else sa) ** 2 + (0 if math.isnan(sb) else sb) ** 2)
-    se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
+        c = contrast([(1, a), (-1, b)], n_prompts)
+        return Comparison(diff=c.diff, se=c.se, n_seeds=c.n_seeds)
+    (ma, sa), (mb, sb) = mean_se(a), mean_se(b)
+    diff, se_seeds = ma - mb, math.sqrt((0 if math.isnan(sa) else sa) ** 2 + (0 if math.isnan(sb) else sb) ** 2)
     se_prompts = 0.0
     if n_prompts is not None:
         va = sum(binomial_se(p, n_prompts) ** 2 for p in a) / len(a) ** 2

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..config import ConfigError, check_int
+
 __all__ = ["PCA", "fit_pca", "linear_probe", "probe_accuracy"]
 
 
@@ -45,8 +47,9 @@ def fit_pca(X: torch.Tensor, k: int, unit_variance: bool = False) -> PCA:
     Args:
         unit_variance: set ``scale`` so the projected features have mean per-coordinate variance 1.
     """
-    if X.dim() != 2 or not 1 <= k <= min(X.shape):
-        raise ValueError(f"need X of shape (n, D) and 1 <= k <= min(n, D); got {tuple(X.shape)}, k={k}")
+    if X.dim() != 2:
+        raise ConfigError(f"X must have shape (n, D); got {tuple(X.shape)}")
+    check_int("k", k, 1, min(X.shape))  # at most min(n, D) principal directions
     X = X.double()
     mean = X.mean(dim=0)  # (D,)
     _, S, Vh = torch.linalg.svd(X - mean, full_matrices=False)  # S (min(n,D),), Vh (min(n,D), D)

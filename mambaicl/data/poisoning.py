@@ -13,7 +13,8 @@ Glossary (code name -> paper symbol):
 ``l``              context examples per prompt (8 in §4.2); prompts are ``(batch, l+1, d+1)``
 ``alpha``          probability that a context example carries the phrase, Eq. (5) (``p_a``
                    in training, Eq. (4))
-``RULES``          outlier labels: ``targeted`` (+1, Example 1), ``flipped`` (``-f s``), ``random``
+``RULES``          outlier labels (§4.1's letters): ``B`` targeted (+1, Example 1), ``A`` flipped
+                   (``-f s``), ``C`` random; display labels in :data:`LABELS` (:mod:`mambaicl.data.vocabulary`)
 ``PLACEMENTS``     ``FQ`` outliers farthest from the query, ``CQ`` closest, ``R`` random (§4.2)
 =================  ==========================================================================
 
@@ -33,30 +34,31 @@ from typing import List, Sequence
 
 import torch
 
+from ..config import PLACEMENTS, RULES, ConfigError, check_choice, check_int, check_real
 from .prompts import outlier_labels, outlier_mask
+from .vocabulary import LABELS, placement_id, rule_id
 
 __all__ = [
     "PHRASE",
     "RULES",
     "PLACEMENTS",
+    "LABELS",
     "COUNTS",
     "insert_phrase",
     "poison_sentences",
     "EmbeddedPool",
     "SST2Prompts",
     "sst2_prompts",
+    "SST2Source",
 ]
 
 PHRASE = "James Bond"
-RULES = {"targeted": "B", "flipped": "A", "random": "C"}  # name -> synthetic rule letter (§4.1)
-PLACEMENTS = {"FQ": "far", "CQ": "close", "R": "random"}  # §4.2 name -> outlier_mask placement
 
 
 def insert_phrase(sentence: str, position: int, phrase: str = PHRASE) -> str:
     """``sentence`` with ``phrase`` inserted before word ``position`` (0 = first, n_words = last)."""
     words = sentence.split()
-    if not 0 <= position <= len(words):
-        raise ValueError(f"position must be in [0, {len(words)}] for a {len(words)}-word sentence; got {position}")
+    check_int("position", position, 0, len(words))  # 0 = before the first word, len(words) = after the last
     return " ".join(words[:position] + [phrase] + words[position:])
 
 
@@ -81,13 +83,13 @@ class EmbeddedPool:
     def __post_init__(self) -> None:
         n = self.s.shape[0]
         if self.x.shape != self.x_bond.shape or self.x.shape[0] != n or self.x.dim() != 2:
-            raise ValueError(f"x, x_bond must both be (n, d) with n = len(s) = {n}; "
+            raise ConfigError(f"x, x_bond must both be (n, d) with n = len(s) = {n}; "
                              f"got {tuple(self.x.shape)} and {tuple(self.x_bond.shape)}")
         if not bool(((self.s == 1) | (self.s == -1)).all()):
-            raise ValueError("sentiments s must be +1 (positive) or -1 (negative)")
+            raise ConfigError("sentiments s must be +1 (positive) or -1 (negative)")
         for c in (1, -1):
             if not bool((self.s == c).any()):
-                raise ValueError(f"the pool has no sentence of sentiment {c:+d}; prompts need both classes")
+                raise ConfigError(f"the pool has no sentence of sentiment {c:+d}; prompts need both classes")
 
     @property
     def d(self) -> int:
@@ -124,7 +126,7 @@ def _mask(u: torch.Tensor, alpha: float, placement: str, count: str, l: int, v: 
     ``alpha l`` (``count="balanced"``, the extra outlier decided by the uniforms ``v`` ``(batch,)``),
     arranged by ``placement``."""
     if count == "binomial":
-        return outlier_mask(u, alpha, PLACEMENTS[placement])
+        return outlier_mask(u, alpha, placement)
     if count == "fixed":
         k = torch.full((u.shape[0], 1), int(round(alpha * l)))
     else:
@@ -140,37 +142,77 @@ def _mask(u: torch.Tensor, alpha: float, placement: str, count: str, l: int, v: 
 
 
 def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0.0, placement: str = "R",
-                 rule: str = "targeted", generator: torch.Generator, target: int = 1,
+                 rule: str = "B", generator: torch.Generator, target: int = 1,
                  count: str = "binomial") -> SST2Prompts:
     """In-context prompts on SST-2 with "James Bond" outliers (§4.2; Definitions 1-2, Example 1).
 
     Each prompt draws a task ``f`` in {+1, -1} and ``l + 1`` sentences (query last); clean labels
     are ``f * s``. Context example ``i`` is replaced by its poisoned twin (phrase inserted) when the
     outlier mask says so (probability ``alpha``, arranged by ``placement``) and then takes the
-    label of ``rule``. The query is never poisoned; its label ``z = f * s_query``.
+    label of ``rule`` (§4.1's letter; ``"B"``, Example 1's targeted +1, by default). The query is
+    never poisoned; its label ``z = f * s_query``. The display labels (``"targeted"``, ``"far"``, ...)
+    are accepted for ``rule`` and ``placement`` as aliases of the letters.
 
     Returns:
         :class:`SST2Prompts` with ``P`` of shape ``(batch, l+1, d+1)`` (label entry of the query 0).
     """
-    if placement not in PLACEMENTS:
-        raise ValueError(f"placement must be one of {tuple(PLACEMENTS)}; got {placement!r}")
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {tuple(RULES)}; got {rule!r}")
-    if count not in COUNTS:
-        raise ValueError(f"count must be 'binomial' (Eq. (5)), 'fixed' (round(alpha l) per prompt) or 'balanced' "
-                         f"(floor or ceil of alpha l, mean alpha l); got {count!r}")
-    if not (0.0 <= alpha <= 1.0) or l < 1 or batch < 1:
-        raise ValueError(f"need 0 <= alpha <= 1, l >= 1, batch >= 1; got alpha={alpha}, l={l}, batch={batch}")
+    placement, rule = placement_id(placement), rule_id(rule)
+    check_choice("count", count, COUNTS)  # Eq. (5), round(alpha l) per prompt, or floor/ceil of alpha l
+    check_real("alpha", alpha, 0.0, 1.0)
+    check_int("l", l, 1)
+    check_int("batch", batch, 1)
     f = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0)  # (batch,)
     idx = _sample_sentences(pool, batch, l, generator)  # (batch, l+1)
     y = f[:, None] * pool.s[idx].to(f.dtype)  # (batch, l+1) clean labels
     u = torch.rand(batch, 2, l, generator=generator, dtype=torch.float64)  # outlier and label-coin uniforms
     v = torch.rand(batch, generator=generator, dtype=torch.float64) if count == "balanced" else None
     outlier = _mask(u[:, 0], alpha, placement, count, l, v)  # (batch, l)
-    bad = outlier_labels(y[:, :l], RULES[rule], target, u[:, 1])  # (batch, l)
+    bad = outlier_labels(y[:, :l], rule, target, u[:, 1])  # (batch, l)
     x = pool.x[idx].clone()  # (batch, l+1, d)
     x[:, :l][outlier] = pool.x_bond[idx[:, :l][outlier]]
     y_ctx = torch.where(outlier, bad.to(y.dtype), y[:, :l])  # (batch, l)
     labels = torch.cat([y_ctx, torch.zeros(batch, 1)], dim=1).to(x.dtype)  # (batch, l+1)
     P = torch.cat([x, labels.unsqueeze(-1)], dim=-1)  # (batch, l+1, d+1)
     return SST2Prompts(P=P, z=y[:, l].to(x.dtype), outlier=outlier, f=f, idx=idx)
+
+
+class SST2Source:
+    """Training prompts on SST-2 as the data of engine members (:class:`mambaicl.train.PromptSource`).
+
+    Definition 1 on sentences: each context example carries the phrase with probability ``p_a``
+    (placement R) and then a random label (rule C). With ``switch`` (App. 8.1's curriculum), the
+    draws from the ``switch``-th on use placement CQ instead. ``sample(batch, generators)`` draws
+    one batch per generator and stacks them: ``P`` ``(S, batch, l+1, d+1)``, ``z`` ``(S, batch)``,
+    batch ``s`` exactly the prompts ``sst2_prompts(..., generator=generators[s])`` of a run alone.
+
+    The curriculum counts draws, so one source serves one training call: build a fresh one for each.
+    Two sources are equal (and share their draws) when they read the same pool object with the same
+    settings.
+    """
+
+    def __init__(self, pool: EmbeddedPool, *, l: int, p_a: float, switch: int | None = None) -> None:
+        self.pool, self.l = pool, check_int("l", l, 1)
+        self.p_a = check_real("p_a", p_a, 0.0, 1.0, high_open=True)
+        self.switch = None if switch is None else check_int("switch", switch, 0)
+        self.calls = 0
+        self.key = (id(pool), self.l, self.p_a, self.switch)
+
+    @property
+    def d(self) -> int:
+        return self.pool.d
+
+    def sample(self, batch: int, generators) -> tuple:
+        placement = "CQ" if self.switch is not None and self.calls >= self.switch else "R"
+        self.calls += 1
+        prs = [sst2_prompts(self.pool, batch, l=self.l, alpha=self.p_a, placement=placement, rule="C", generator=g)
+               for g in generators]
+        return torch.stack([pr.P for pr in prs]), torch.stack([pr.z for pr in prs])  # (S, batch, l+1, d+1), (S, batch)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SST2Source) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"SST2Source(l={self.l}, p_a={self.p_a}, switch={self.switch})"

@@ -42,6 +42,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from ..config import DataConfig, TestConfig
+from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
 __all__ = ["Prompts", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
@@ -184,20 +185,20 @@ def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch:
 def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
     """Which test examples carry an outlier, from their uniforms ``u`` ``(..., l)``; bool ``(..., l)``.
 
-    ``random``: each example independently with probability ``alpha`` (Eq. (5)). ``far`` /
-    ``close``: the same Binomial(l, alpha) number of outliers, put on the examples farthest from /
-    closest to the query (§4.2's FQ / CQ placements).
+    ``R`` (random): each example independently with probability ``alpha`` (Eq. (5)). ``FQ`` /
+    ``CQ``: the same Binomial(l, alpha) number of outliers, put on the examples farthest from /
+    closest to the query (§4.2). The display labels ``"random"``, ``"far"``, ``"close"`` are
+    accepted as aliases (:func:`mambaicl.config.placement_id`).
     """
+    placement = placement_id(placement)
     hit = u < alpha  # (..., l)
-    if placement == "random":
+    if placement == "R":
         return hit
     count = hit.sum(dim=-1, keepdim=True)  # (..., 1): Binomial(l, alpha)
     pos = torch.arange(u.shape[-1], device=u.device)  # (l,): 0 is the farthest from the query
-    if placement == "far":
+    if placement == "FQ":
         return pos < count
-    if placement == "close":
-        return pos >= u.shape[-1] - count
-    raise ValueError(f"placement must be one of ('random', 'far', 'close'); got {placement!r}")
+    return pos >= u.shape[-1] - count  # CQ
 
 
 def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.Tensor) -> torch.Tensor:

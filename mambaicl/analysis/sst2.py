@@ -1,0 +1,339 @@
+"""Chapter 6's measurements on SST-2: accuracies, the encoder's ceilings, the filter's margin curve,
+App. Table 5, memorisation, and the paper's claims under the book's rule (§4.2, App. 8.1-8.2).
+
+Glossary (code name -> paper symbol):
+
+===================  ========================================================================
+``accuracy``         ``100 (1 - zero_one_error)`` of a model on a prompt set, in %
+``oracle``           the encoder's in-context ceiling: knows which examples are clean, infers the
+                     task from them with the linear probe, applies it to the query
+``probe ceilings``   sentiment accuracy of the linear probe (raw embeddings, ``d`` features, ...)
+``PCA_KS``           App. Table 5's numbers of principal components (5, 7, 10; and all)
+``contrast``         ``sum_i c_i acc_i`` over seeds (:func:`mambaicl.analysis.stats.contrast`), in points
+===================  ========================================================================
+
+Every claim is a linear contrast of per-seed accuracies judged by the book's rule (the 95 % t
+interval over seeds, seeds and test prompts counted: :mod:`mambaicl.analysis.stats`); the registry
+of claims (:mod:`mambaicl.analysis.claims`) turns the checks of one table into its verdict.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from ..data.features import fit_pca, linear_probe, probe_accuracy
+from ..data.poisoning import EmbeddedPool, sst2_prompts
+from ..data.sst2_split import SST2Data, SST2Features, keep_threshold
+from ..evaluate import predict, zero_one_error
+from ..seeding import torch_generator
+from .stats import Comparison, contrast as _contrast, error_mean_se
+
+__all__ = ["PCA_KS", "KEEPS", "accuracy", "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
+           "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "format_table",
+           "table_json"]
+
+PCA_KS = (5, 7, 10)  # App. Table 5
+KEEPS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1)  # kept fractions for the margin curve of the filter
+
+#: ``sum_i c_i acc_i`` over seeds for accuracies in % (:func:`mambaicl.analysis.stats.contrast` with ``scale=100``)
+contrast = functools.partial(_contrast, scale=100.0)
+
+
+# ---------------------------------------------------------------- accuracies and ceilings
+
+
+@torch.no_grad()
+def accuracy(model, prompts, device=None) -> Dict[Tuple[float, str], float]:
+    """Accuracy (%) ``100 (1 - zero_one_error)`` on each prompt set (the book's one 0-1 error)."""
+    dev = torch.device("cpu") if device is None else torch.device(device)
+    return {k: 100 * (1 - zero_one_error(predict(model, pr.P.to(dev)).cpu(), pr.z)) for k, pr in prompts.items()}
+
+
+def oracle_accuracy(prompts, w: torch.Tensor) -> Dict[Tuple[float, str], float]:
+    """The encoder's in-context ceiling (%) on each prompt set: told which examples are clean, it reads
+    each clean example's sentiment with the linear probe ``w`` (weights, bias last), infers the task
+    ``f`` by a margin-weighted vote and predicts ``f * probe(query)``; with no clean example it
+    guesses ``f = +1``."""
+    out = {}
+    for k, pr in prompts.items():
+        score = pr.P[..., :-1].double() @ w[:-1].double() + w[-1].double()  # (batch, l+1) probe margins
+        y = pr.P[:, :-1, -1].double()  # (batch, l)
+        vote = (y * score[:, :-1] * (~pr.outlier)).sum(1)  # (batch,)
+        f_hat = torch.where(vote >= 0, 1.0, -1.0).double()
+        out[k] = 100 * (1 - zero_one_error(f_hat * score[:, -1], pr.z.double()))
+    return out
+
+
+def acc_stats(per_seed: List[dict], keys, n: int):
+    """Mean and standard error (seeds and ``n`` test prompts counted) of per-seed accuracies in %, per key."""
+    stats = {k: error_mean_se([a[k] / 100 for a in per_seed], n) for k in keys}
+    return {k: 100 * m for k, (m, _) in stats.items()}, {k: 100 * se for k, (_, se) in stats.items()}
+
+
+def _hit_rate(margin: torch.Tensor, s: torch.Tensor) -> float:
+    """Accuracy (%) of reading sentiment ``s`` from the sign of ``margin`` (the book's 0-1 error)."""
+    return 100 * (1 - zero_one_error(margin.double(), s.double())) if len(s) else math.nan
+
+
+def margin_curve(feat: SST2Features, keeps=KEEPS, alpha: float = 0.75, n_prompts: int = 4000,
+                 l: int = 8, seed: int = 0) -> List[dict]:
+    """How the filter trades sentences for signal (regime ``"confident"``): for each kept fraction,
+    the margin threshold, the filter probe's accuracy (%) on the kept scored rows, on the kept test
+    candidates and on the kept dev sentences, and the oracle ceiling (%) at ``alpha`` on prompts of
+    kept scored rows, with a balanced (``floor``/``ceil`` of ``alpha l``) and with a binomial number of outliers."""
+    f = feat.filter
+    if f is None:
+        raise ValueError("margin_curve needs the features of the 'confident' regime (feat.filter is None)")
+    out = []
+    for keep in keeps:
+        thr = keep_threshold(f["margin_scored"], keep)
+        sel = {k: f[f"margin_{k}"].abs() >= thr for k in ("scored", "reserved", "dev")}
+        m, s = f["margin_scored"][sel["scored"]], f["s_scored"][sel["scored"]]
+        row = {"keep": keep, "threshold": thr, "fraction": float(sel["scored"].double().mean()),
+               "n_scored": int(sel["scored"].sum()), "n_dev": int(sel["dev"].sum()),
+               "probe_scored": _hit_rate(m, s),
+               "probe_reserved": _hit_rate(f["margin_reserved"][sel["reserved"]], f["s_reserved"][sel["reserved"]]),
+               "probe_dev": _hit_rate(f["margin_dev"][sel["dev"]], f["s_dev"][sel["dev"]])}
+        pool = EmbeddedPool(m[:, None], m[:, None], s)  # the probe margin is the only feature the oracle needs
+        for count in ("binomial", "balanced"):
+            pr = {(alpha, "R"): sst2_prompts(pool, n_prompts, l=l, alpha=alpha, placement="R", count=count,
+                                             generator=torch_generator(seed, f"sst2/margin-curve/{keep}/{count}"))}
+            row[f"oracle_{count}"] = oracle_accuracy(pr, torch.tensor([1.0, 0.0], dtype=torch.float64))[(alpha, "R")]
+        out.append(row)
+    return out
+
+
+def probe_ceilings(feat: SST2Features, cfg: SST2Data = SST2Data()) -> Dict[str, float]:
+    """Sentiment accuracy (%) of the linear probe fit on the training pool, read on the test pool: raw
+    embeddings, ``d`` features, the poisoned test twins (does the phrase change the sentiment read-out?),
+    the training pool itself (what memorisation could reach), and whether the phrase is detectable."""
+    tr, te = feat.train, feat.test
+    ones_tr, ones_te = torch.ones(len(tr.s)), torch.ones(len(te.s))
+    return {
+        "embeddings": 100 * probe_accuracy(feat.emb_train, tr.s, feat.emb_test, te.s, cfg.probe_l2),
+        "features": 100 * probe_accuracy(tr.x, tr.s, te.x, te.s, cfg.probe_l2),
+        "features, poisoned": 100 * probe_accuracy(tr.x, tr.s, te.x_bond, te.s, cfg.probe_l2),
+        "features, training pool": 100 * probe_accuracy(tr.x, tr.s, tr.x, tr.s, cfg.probe_l2),
+        "phrase detection": 100 * probe_accuracy(torch.cat([tr.x, tr.x_bond]), torch.cat([ones_tr, -ones_tr]),
+                                                 torch.cat([te.x, te.x_bond]), torch.cat([ones_te, -ones_te]),
+                                                 cfg.probe_l2),
+    }
+
+
+def pca_table(feat: SST2Features, ks=PCA_KS, cfg: SST2Data = SST2Data()) -> Dict[object, Tuple[float, float]]:
+    """App. Table 5: probe accuracy (%) on the top-``k`` principal components of the clean embeddings, and
+    on all, each with its binomial standard error over the test sentences (the probe is convex and
+    deterministic: no training seed)."""
+    pca = fit_pca(feat.emb_train, max(ks))
+    n = len(feat.test.s)
+    out = {}
+    for k in ks:
+        def top(X, k=k):
+            return (X.double() - pca.mean) @ pca.components[:k].T  # (n, k)
+        p = probe_accuracy(top(feat.emb_train), feat.train.s, top(feat.emb_test), feat.test.s, cfg.probe_l2)
+        out[k] = (100 * p, 100 * math.sqrt(p * (1 - p) / n))
+    p = probe_accuracy(feat.emb_train, feat.train.s, feat.emb_test, feat.test.s, cfg.probe_l2)
+    out["all"] = (100 * p, 100 * math.sqrt(p * (1 - p) / n))
+    return out
+
+
+def memorisation(res: dict, feat: SST2Features, cfg: SST2Data, alpha: float = 0.75, placement: str = "R",
+                 n_prompts: int = 4000, device=None) -> dict:
+    """The reading "test queries come from the training sentences": accuracy (%) of ``res``'s models
+    (one per seed) on prompts built from the *training* pool, beside the held-out test pool, with
+    the oracle ceiling of each. ``{"train"/"test": {run or "oracle": (mean, se, per-seed)}}``."""
+    w = linear_probe(feat.train.x, feat.train.s, cfg.probe_l2)
+    out = {}
+    for name, pool in (("train", feat.train), ("test", feat.test)):
+        prompts = {s: {(alpha, placement): sst2_prompts(pool, n_prompts, l=cfg.l, alpha=alpha, placement=placement,
+                                                        count=cfg.count,
+                                                        generator=torch_generator(s, f"test/sst2-memo/{name}"))}
+                   for s in res["seeds"]}
+        k = (alpha, placement)
+        out[name] = {}
+        for run, models in res["models"].items():
+            per = [accuracy(m, prompts[s], device)[k] for m, s in zip(models, res["seeds"])]
+            m, se = error_mean_se([p / 100 for p in per], n_prompts)
+            out[name][run] = (100 * m, 100 * se, per)
+        per = [oracle_accuracy(prompts[s], w)[k] for s in res["seeds"]]
+        m, se = error_mean_se([p / 100 for p in per], n_prompts)
+        out[name]["oracle"] = (100 * m, 100 * se, per)
+    return out
+
+
+# ---------------------------------------------------------------- the paper's claims, under the book's rule
+
+
+def _per_seed(res: dict, run: str, key) -> List[float]:
+    return [a[key] for a in res["acc_seeds"][run]]
+
+
+def _mean_placements(res: dict, run: str, alpha: float, placements) -> List[float]:
+    return [sum(a[(alpha, p)] for p in placements) / len(placements) for a in res["acc_seeds"][run]]
+
+
+def check(claim: str, c: Comparison, expected: str) -> dict:
+    """One comparison and whether it holds by the book's rule (the 95 % interval of the difference: excludes 0
+    on the ``expected`` side for ``">"``/``"<"``, contains 0 for ``"="``). With one seed (App. Table 5's single
+    fit) the interval is the normal one of the sampling standard error."""
+    from .claims import Measured
+
+    m = Measured.from_se(c.diff, c.se, c.n_seeds, getattr(c, "values", ()))
+    holds = (m.low <= 0 <= m.high) if expected == "=" else (m.low > 0 if expected == ">" else m.high < 0)
+    return {"claim": claim, "diff": c.diff, "se": c.se, "low": m.low, "high": m.high, "n_seeds": c.n_seeds,
+            "values": list(m.values), "expected": expected, "verdict": c.verdict, "holds": holds}
+
+
+def _main(main, table) -> list:
+    n, a = main["n_prompts"], table.alphas[0]
+    m = {p: _per_seed(main, "mamba", (a, p)) for p in ("FQ", "R", "CQ")}
+    li = {p: _per_seed(main, "linear", (a, p)) for p in ("FQ", "R", "CQ")}
+    return [
+        check("Mamba above the linear Transformer under FQ", contrast([(1, m["FQ"]), (-1, li["FQ"])], n), ">"),
+        check("Mamba above the linear Transformer under R", contrast([(1, m["R"]), (-1, li["R"])], n), ">"),
+        check("Mamba drops under CQ (FQ minus CQ)", contrast([(1, m["FQ"]), (-1, m["CQ"])], n), ">"),
+        check("Mamba's CQ drop exceeds the linear Transformer's",
+              contrast([(1, m["FQ"]), (-1, m["CQ"]), (-1, li["FQ"]), (1, li["CQ"])], n), ">"),
+        check("the linear Transformer unaffected by CQ (FQ minus CQ)", contrast([(1, li["FQ"]), (-1, li["CQ"])], n), "="),
+    ]
+
+
+def _table1(t1, table) -> list:
+    n, a = 3 * t1["n_prompts"], table.alphas[0]
+    h = {k: _mean_placements(t1, f"linear H={k}", a, table.placements) for k in (1, 2, 3, 4)}
+    return [check("H=2 above H=1 (mean over FQ, R, CQ)", contrast([(1, h[2]), (-1, h[1])], n), ">"),
+            check("H=3 below H=2", contrast([(1, h[3]), (-1, h[2])], n), "<"),
+            check("H=4 below H=2", contrast([(1, h[4]), (-1, h[2])], n), "<")]
+
+
+def _table2(t2, table) -> list:
+    n, a = t2["n_prompts"], 0.5
+    g = {(r, p): _per_seed(t2, r, (a, p)) for r in ("mamba", "linear", "softmax") for p in ("FQ", "R", "CQ")}
+    return [
+        check("softmax above linear (mean over FQ, R, CQ)",
+              contrast([(1, _mean_placements(t2, "softmax", a, table.placements)),
+                        (-1, _mean_placements(t2, "linear", a, table.placements))], 3 * n), ">"),
+        check("Mamba drops under CQ (FQ minus CQ)", contrast([(1, g[("mamba", "FQ")]), (-1, g[("mamba", "CQ")])], n), ">"),
+        check("no CQ drop for softmax (FQ minus CQ)",
+              contrast([(1, g[("softmax", "FQ")]), (-1, g[("softmax", "CQ")])], n), "="),
+        check("Mamba's CQ drop exceeds softmax's",
+              contrast([(1, g[("mamba", "FQ")]), (-1, g[("mamba", "CQ")]), (-1, g[("softmax", "FQ")]),
+                        (1, g[("softmax", "CQ")])], n), ">"),
+    ]
+
+
+def _tables3_4(t2, table) -> list:
+    n = t2["n_prompts"]
+    lo, hi = min(table.alphas), max(table.alphas)
+    terms = [(c * sign / 3, _per_seed(t2, r, (a_, p))) for r, c in (("linear", 1), ("softmax", -1))
+             for a_, sign in ((lo, 1), (hi, -1)) for p in table.placements]
+    half = [(c / 2 if r_c[0] == "linear" else c, v) for r_c, (c, v) in
+            zip([(r, a_, p) for r in ("linear", "softmax") for a_ in (lo, hi) for p in table.placements], terms)]
+    return [check(f"linear falls more than softmax from alpha={lo} to {hi} (mean over placements)",
+                  contrast(terms, n), ">"),
+            check("softmax avoids the sharp drop: it falls less than half as much as linear "
+                  "(half the linear fall minus the softmax fall)", contrast(half, n), ">")]
+
+
+def _curriculum(cur, main, table) -> list:
+    a = table.alphas[0]
+    c_cq = _per_seed(cur, table.runs[0].name, (a, "CQ"))
+    m_fq, m_cq = _per_seed(main, "mamba", (a, "FQ")), _per_seed(main, "mamba", (a, "CQ"))
+    n = cur["n_prompts"]
+    return [check("the curriculum raises Mamba's CQ accuracy", contrast([(1, c_cq), (-1, m_cq)], n), ">"),
+            check("it recovers more than half of the CQ loss (CQ gain minus half the FQ-CQ drop)",
+                  contrast([(1, c_cq), (-0.5, m_cq), (-0.5, m_fq)], n), ">")]
+
+
+def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[int] = None, *, tables: dict,
+           paper_gap: float) -> Dict[str, List[dict]]:
+    """Every comparison the paper states for SST-2, under the book's rule (95 % t intervals of per-seed contrasts),
+    from ``run_table`` outputs keyed by table name (and App. Table 5's :func:`pca_table`).
+
+    ``tables`` maps ``"main"``, ``"table1"``, ``"table2"``, ``"curriculum"`` to the tables (name, alphas,
+    placements, runs) the outputs come from; ``paper_gap`` is the paper's App. Table 5 gap "all minus 10
+    components" in points. Differences are in accuracy points; ``expected`` is ``">"`` (a > b claimed), ``"<"``,
+    or ``"="`` (no difference claimed: holds when the difference is not significant). Tables absent from
+    ``raw`` are skipped.
+    """
+    out = {}
+    main = raw.get(tables["main"].name)
+    if main:
+        out["main"] = _main(main, tables["main"])
+    t1 = raw.get(tables["table1"].name)
+    if t1:
+        out["table1"] = _table1(t1, tables["table1"])
+    t2 = raw.get(tables["table2"].name)
+    if t2:
+        out["table2"] = _table2(t2, tables["table2"])
+        out["tables3_4"] = _tables3_4(t2, tables["table2"])
+    cur = raw.get(tables["curriculum"].name)
+    if cur and main:
+        out["curriculum"] = _curriculum(cur, main, tables["curriculum"])
+    if pca is not None and n_test:
+        gap = pca["all"][0] - pca[10][0]
+        se = math.hypot(pca["all"][1], pca[10][1])
+        c = Comparison(diff=gap - paper_gap, se=se, n_seeds=1)
+        out["table5"] = [check("the top 10 components are as close to all as in the paper "
+                               f"(our gap minus the paper's {paper_gap:.2f} points)", c, "=")]
+    return out
+
+
+#: the registry's claim (``mambaicl.analysis.claims``) for each table's checks; the curriculum's claim is its first
+CLAIM_KEYS = {"main": "sst2-main", "table1": "sst2-table1", "table2": "sst2-table2", "tables3_4": "sst2-tables3-4",
+              "curriculum": "sst2-curriculum", "table5": "sst2-table5"}
+
+
+def judge(found: Dict[str, List[dict]], table: str):
+    """Hand the checks of ``table`` (from :func:`claims`) to the registry of claims, which computes the verdict."""
+    from .claims import CLAIMS, Measured
+
+    claim = CLAIMS[CLAIM_KEYS[table]]
+    ms = [Measured(c["diff"], c["low"], c["high"], c["n_seeds"], tuple(c["values"])) for c in found[table]]
+    if claim.criterion.kind == "all":
+        return claim.judge(parts=ms[:len(claim.criterion.parts)])
+    return claim.judge(per_seed=ms[0])
+
+
+# ---------------------------------------------------------------- the tables as text
+
+
+def _cell(ours: float, se: float, paper: Optional[float]) -> str:
+    theirs = f"{paper:5.2f}" if paper is not None else "  -  "
+    return f"{ours:5.1f} ± {se:3.1f} ({theirs})"
+
+
+def format_table(table, res: dict, runs: Optional[Tuple[str, ...]] = None) -> str:
+    """Plain-text table: one row per (alpha, placement), one column per run as ``mean ± SE (paper)`` in %,
+    and the encoder's in-context ceiling (:func:`oracle_accuracy`) in the last column."""
+    names = runs or tuple(r.name for r in table.runs)
+    width = max(22, *(len(n) for n in names))
+    lines = ["alpha place  " + "  ".join(f"{n:>{width}}" for n in names) + "  ceiling"]
+    for a in table.alphas:
+        for p in table.placements:
+            cells = [_cell(res["acc"][n][(a, p)], res["se"][n][(a, p)], table.paper.get(n, {}).get((a, p)))
+                     for n in names]
+            lines.append(f"{a:5.2f} {p:>5}  " + "  ".join(f"{c:>{width}}" for c in cells)
+                         + f"  {res['oracle'][(a, p)]:7.1f}")
+    return "\n".join(lines)
+
+
+def _key(k) -> str:
+    a, p = k
+    return f"{a}/{p}"
+
+
+def table_json(table, res: dict) -> dict:
+    """One table's results for ``results.json``: per run and ``"alpha/placement"`` cell the per-seed accuracies,
+    mean, SE, the paper's number and the oracle ceiling; the oracle's own per-seed values."""
+    runs = {}
+    for name in res["acc"]:
+        runs[name] = {_key(k): {"per_seed": [a[k] for a in res["acc_seeds"][name]], "mean": res["acc"][name][k],
+                                "se": res["se"][name][k], "paper": table.paper.get(name, {}).get(k),
+                                "oracle": res["oracle"][k]} for k in res["acc"][name]}
+    oracle = {_key(k): {"per_seed": [o[k] for o in res["oracle_seeds"]], "mean": res["oracle"][k],
+                        "se": res["oracle_se"][k]} for k in res["oracle"]}
+    return {"name": table.name, "rule": table.rule, "n_prompts": table.n_prompts, "runs": runs, "oracle": oracle}
