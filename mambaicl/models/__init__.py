@@ -25,7 +25,6 @@ from .gated_attention import (
     gate_naive,
     gate_values,
     gated_sum,
-    log_gate,
     mamba_output,
 )
 from .one_layer import (
@@ -60,7 +59,6 @@ __all__ = [
     "gate_naive",
     "gate_values",
     "gated_sum",
-    "log_gate",
     "mamba_output",
     "selective_scan",
     "selective_scan_closed_form",

@@ -35,7 +35,6 @@ __all__ = [
     "check_prompt",
     "bilinear_scores",
     "attention_scores",
-    "log_gate",
     "gate_from_logits",
     "gate_values",
     "gate_naive",
@@ -79,6 +78,11 @@ def _per_prompt(v: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
     return v if v.dim() == 1 else v.unsqueeze(-2)
 
 
+def _token_logits(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``w^T p_i`` for every token, ``(..., l+1)``; ``w`` is ``(D,)`` or stacked ``(S, D)``."""
+    return (P @ _per_prompt(w, P).unsqueeze(-1)).squeeze(-1)
+
+
 def bilinear_scores(P: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
     """``p_i^T M p_query`` for every token, ``(..., l+1)``; ``M`` is ``(D, D)`` or stacked ``(S, D, D)``."""
     query = P[..., -1, :]  # (..., D)
@@ -91,18 +95,14 @@ def attention_scores(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor) -> t
     return bilinear_scores(P, W_B.transpose(-1, -2) @ W_C)
 
 
-def log_gate(logits: torch.Tensor, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log sigma(x_i), log G_i)`` of Eq. (3) from logits ``x`` along axis ``dim``, any shape, O(L).
+def gate_from_logits(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``G_i = sigma(x_i) prod_{j>i} (1 - sigma(x_j))`` from logits ``x`` along axis ``dim`` (default: the last).
 
-    ``log G_i = log sigma(x_i) + sum_{j>i} log(1 - sigma(x_j))`` with ``log(1 - sigma(x)) = log sigma(x) - x``.
+    In log space, O(L): ``log G_i = log sigma(x_i) + sum_{j>i} log(1 - sigma(x_j))`` with
+    ``log(1 - sigma(x)) = log sigma(x) - x`` and one reverse cumulative sum; any shape.
     """
     log_sig = F_.logsigmoid(logits)  # log sigma_i
-    return log_sig, log_sig + suffix_after(log_sig - logits, dim)  # sum_{j>i} log(1 - sigma_j)
-
-
-def gate_from_logits(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """``G_i = sigma(x_i) prod_{j>i} (1 - sigma(x_j))`` from logits ``x`` along axis ``dim`` (default: the last), O(L)."""
-    return torch.exp(log_gate(logits, dim)[1])
+    return torch.exp(log_sig + suffix_after(log_sig - logits, dim))  # suffix: sum_{j>i} log(1 - sigma_j)
 
 
 def gate_values(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -111,13 +111,12 @@ def gate_values(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     ``G_i = sigma(w^T p_i) prod_{j=i+1}^{l+1} (1 - sigma(w^T p_j))``; for the query
     (``i = l+1``) the product is empty and ``G = sigma(w^T p_query)``.
     """
-    logits = (P @ _per_prompt(w, P).unsqueeze(-1)).squeeze(-1)  # (..., l+1): w^T p_i
-    return gate_from_logits(logits)
+    return gate_from_logits(_token_logits(P, w))
 
 
 def gate_naive(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """Gate of Eq. (3) as the literal O(l^2) product; the plain twin of :func:`gate_values`."""
-    sig = torch.sigmoid((P @ _per_prompt(w, P).unsqueeze(-1)).squeeze(-1))  # (..., L)
+    sig = torch.sigmoid(_token_logits(P, w))  # (..., L)
     L = sig.shape[-1]
     later = torch.triu(torch.ones(L, L, dtype=torch.bool, device=P.device), diagonal=1)  # (i, j): j > i
     factors = torch.where(later, 1 - sig.unsqueeze(-2), torch.ones_like(sig).unsqueeze(-2))  # (..., i, j)
@@ -142,8 +141,8 @@ class _GatedSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, att, y):
-        log_sig, log_G = log_gate(logits)  # (..., L) each
-        G = torch.exp(log_G)  # (..., L)
+        G = gate_from_logits(logits)  # (..., L)
+        log_sig = F_.logsigmoid(logits)  # (..., L): for the backward pass
         Gy = G * y
         c = Gy * att  # (..., L): each token's vote
         ctx.save_for_backward(log_sig, Gy, c)
@@ -175,6 +174,6 @@ def gated_sum(logits: torch.Tensor, att: torch.Tensor, y: torch.Tensor) -> torch
 
 
 def mamba_output(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """``F(Psi; P)`` of Eq. (3): gated linear attention read at the query, ``(...)``."""
-    y = P[..., -1]  # (..., l+1): labels, 0 at the query
-    return (gate_values(P, w) * y * attention_scores(P, W_B, W_C)).sum(dim=-1)
+    """``F(Psi; P) = sum_i G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query`` of Eq. (3): gated linear attention read at
+    the query, ``(...)``; the labels ``y_i`` are the last row of ``P`` (0 at the query)."""
+    return gated_sum(_token_logits(P, w), attention_scores(P, W_B, W_C), P[..., -1])
