@@ -116,7 +116,7 @@ class Prompts:
         return torch.cat([head, out[..., l:]], dim=-1)
 
     def query_form(self, M: torch.Tensor) -> torch.Tensor:
-        """``p_i^T M p_query`` for every token, ``(..., l+1)``; ``M`` is ``(D, D)``, or ``(S, D, D)`` for stacked prompts.
+        """``p_i^T M p_query`` for every token, ``(..., l+1)``; ``M`` is ``(D, D)`` (``(S, D, D)`` for stacked prompts).
 
         The query has no outlier and label 0, so ``u = M (x_query; 0)`` is a sum of two rows of
         the tables ``mu M^T``, ``nu M^T``; then ``p_i^T u`` is read like :meth:`project`.

@@ -74,7 +74,7 @@ def gated_retention_gate(logits: torch.Tensor, tau: float) -> torch.Tensor:
 
 
 def retnet_gate(shape: tuple, gamma: float, dtype=torch.float64, device=None) -> torch.Tensor:
-    """RetNet's ``G_i = gamma^{L-i}`` (``i = 1..L``, App. 12): fixed, no input dependence; broadcast to ``shape = (..., L)``."""
+    """RetNet's ``G_i = gamma^{L-i}`` (``i = 1..L``, App. 12): fixed, no input dependence; ``shape = (..., L)``."""
     check_real("gamma", gamma, 0.0, 1.0, low_open=True)
     L = shape[-1]
     dist = torch.arange(L - 1, -1, -1, dtype=dtype, device=device)  # (L,): L - i

@@ -102,7 +102,7 @@ class GLAStack(OneLayerStack):
         super().__init__("mamba" if gate.family in _SCALAR_W else "linear", d, m, delta, generators,
                          dtype=dtype or torch.float64)
         self.gate_config, self.family = gate, gate.family
-        self.gated = self.family != "none"
+        self.kind, self.gated = self.family, self.family != "none"
         dtype, S = self.W_B.dtype, self.n_seeds
         if self.family in ("mamba2", "mamba2_app12"):
             self.a = nn.Parameter(torch.full((S,), self.gate_config.a, dtype=dtype))  # (S,)

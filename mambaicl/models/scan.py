@@ -61,7 +61,7 @@ def gated_mix(u: torch.Tensor, scores: torch.Tensor, G: torch.Tensor) -> torch.T
 
 
 def selective_scan_heads(u, W_B, W_C, W) -> torch.Tensor:
-    """Eq. (1) for every head in the quadratic closed form of App. 11.1 (the gate materialised), ``(batch, H, L, D)``."""
+    """Eq. (1) for every head in the quadratic closed form of App. 11.1 (gate materialised), ``(batch, H, L, D)``."""
     return gated_mix(u, *paper_scan_terms(u, W_B, W_C, W))
 
 

@@ -1,8 +1,8 @@
 """Symbolic shape checks for the models' public functions.
 
 ``check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"))`` checks each tensor against its symbols, binding a
-symbol at its first use, and raises a :class:`~mambaicl.config.ConfigError` naming the first tensor that disagrees, the shape it
-must have (with the sizes bound so far) and the shape it has.
+symbol at its first use, and raises a :class:`~mambaicl.config.ConfigError` naming the first tensor that
+disagrees, the shape it must have (with the sizes bound so far) and the shape it has.
 """
 from __future__ import annotations
 
