@@ -257,6 +257,24 @@ def test_variables_path_equals_materialised_prompts(kind, which):
         assert (model.logits(pr) - pr.P @ model.w).abs().max() < 1e-12
 
 
+def test_prompts_project_onto_their_patterns_single_and_stacked():
+    """Prompts.project / Prompts.query_form read w^T p_i and p_i^T M p_query from the patterns' tables."""
+    data = DataConfig()
+    pat = make_patterns(data, torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(data.d + 1, generator=g, dtype=torch.float64)
+    M = torch.randn(data.d + 1, data.d + 1, generator=g, dtype=torch.float64)
+    one = training_prompts(pat, data, training_tasks(6), 16, torch.Generator().manual_seed(1))
+    assert (one.project(w) - one.P @ w).abs().max() < 1e-12
+    assert (one.query_form(M) - torch.einsum("bld,de,be->bl", one.P, M, one.P[:, -1])).abs().max() < 1e-12
+    stacked = training_prompts(pat, data, training_tasks(6), 16, torch_generators([0, 1], "p"))
+    W = torch.stack([w, -w])  # (S, d+1)
+    assert (stacked.project(W) - torch.einsum("sbld,sd->sbl", stacked.P, W)).abs().max() < 1e-12
+    Ms = torch.stack([M, M.T])
+    ref = torch.einsum("sbld,sde,sbe->sbl", stacked.P, Ms, stacked.P[:, :, -1])
+    assert (stacked.query_form(Ms) - ref).abs().max() < 1e-12
+
+
 def test_gate_from_logits_is_the_looped_product_along_any_axis():
     from mambaicl.models import gate_from_logits
 
