@@ -13,7 +13,8 @@ import torch
 
 from ..config import ConfigError, DeepConfig, TrainConfig, check_int, check_real
 
-__all__ = ["DELTA_RANGE", "ONE_LAYER_DELTA", "DEEP_DEFAULTS", "check_delta", "check_dims", "check_generators"]
+__all__ = ["DELTA_RANGE", "ONE_LAYER_DELTA", "DEEP_DEFAULTS", "one_layer_m", "check_delta", "check_dims",
+           "check_generators"]
 
 
 def _field(cls, name: str) -> dataclasses.Field:
@@ -26,6 +27,11 @@ DELTA_RANGE: dict = dict(_field(DeepConfig, "delta").metadata["bounds"])
 ONE_LAYER_DELTA: float = _field(TrainConfig, "delta").default
 #: defaults of a deep stack (:func:`mambaicl.models.deep.build_deep`)
 DEEP_DEFAULTS: dict = {f.name: f.default for f in dataclasses.fields(DeepConfig) if f.name != "kind"}
+
+
+def one_layer_m(d: int, m: int | None) -> int:
+    """The state size of a one-layer model: ``m``, or ``d + 1`` (``W_B^T W_C`` of full rank) if ``None``."""
+    return d + 1 if m is None else m
 
 
 def check_delta(delta) -> float:

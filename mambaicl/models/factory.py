@@ -24,6 +24,7 @@ import torch
 
 from ..config import ConfigError, check_choice, check_int
 from .deep import KINDS, build_deep
+from .defaults import one_layer_m
 from .gla import GATE_FAMILIES, build_gla
 from .one_layer import ONE_LAYER_KINDS, OneLayerStack, model_class
 
@@ -81,7 +82,7 @@ def build_model(kind: str, d: int, *, n_layers: int | None = None, m: int | None
         return model.to(dtype=dtype, device=device if device is not None else "cpu")
     check_choice("kind", kind, ONE_LAYER_KINDS + GATE_KINDS)
     check_int("d", d, 1)
-    m = d + 1 if m is None else m
+    m = one_layer_m(d, m)
     if kind in GATE_KINDS:
         _reject(kind, "(an App. 12 gate family, built as a seed stack)", "pass generators=[...]", generator=generator)
         if generators is None:

@@ -49,7 +49,7 @@ from torch import nn
 from ..config import Config, ConfigError, check_int, choice, real
 from .gated_attention import gate_from_logits
 from .gates import gated_retention_gate, gla_gate, mamba2_gate, retnet_gate
-from .defaults import check_generators
+from .defaults import check_generators, one_layer_m
 from .one_layer import OneLayerStack
 
 __all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GATE_SETTINGS", "GateConfig", "GLAStack",
@@ -181,5 +181,5 @@ def build_gla(family, d: int, *, generators, m: int | None = None, delta: float 
             if family not in GATE_SETTINGS[key]:
                 raise ConfigError(f"{key} does not apply to kind {family!r}; it applies to {GATE_SETTINGS[key]}")
         gate = GateConfig(family=family, **gate_kw)
-    stack = GLAStack(gate, d, d + 1 if m is None else m, delta, generators, dtype=dtype)
+    stack = GLAStack(gate, d, one_layer_m(d, m), delta, generators, dtype=dtype)
     return stack.to(device if device is not None else "cpu")
