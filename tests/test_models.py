@@ -141,7 +141,7 @@ def test_linear_transformer_is_mamba_with_unit_gate(monkeypatch):
     assert torch.equal(lt.gate(P), torch.ones(3, 11, dtype=torch.float64))
     w = torch.randn(d + 1, generator=g, dtype=torch.float64)
     with_gate = mamba_output(P, lt.W_B.detach(), lt.W_C.detach(), w)
-    monkeypatch.setattr(gated_attention, "gate_from_logits", lambda x: torch.ones_like(x))
+    monkeypatch.setattr(gated_attention, "gate_values", lambda P, w: torch.ones(P.shape[:-1], dtype=P.dtype))
     unit_gate = mamba_output(P, lt.W_B.detach(), lt.W_C.detach(), w)
     assert (lt(P) - unit_gate).abs().max() < 1e-12
     assert (lt(P) - with_gate).abs().max() > 1e-3  # the gate matters, so the forcing was effective

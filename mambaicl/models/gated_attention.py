@@ -15,11 +15,12 @@ Glossary (code name -> paper symbol):
 
 The gate is computed in log space, ``log G_i = log sigma(w^T p_i) + sum_{j>i} log(1 -
 sigma(w^T p_j))``, with one reverse cumulative sum (:func:`mambaicl.models.kernels.suffix_after`):
-O(l) work and no overflow for any logit. :func:`gate_from_logits` is that gate for any shape and
-along any axis; it is the gate of the one-layer models, of the deep stacks' probes and of the
-lemmas' probes. :func:`gate_naive` is the O(l^2) product written exactly as in Eq. (3).
-:func:`gated_sum` is Eq. (3)'s output given the logits and the scores, with a hand-written
-backward pass: every model of Eq. (3) computes ``F`` through it. The models themselves are in
+O(l) work and no overflow for any logit. :func:`log_gate` is that sum; :func:`gate_from_logits` is
+the gate for any shape and along any axis (the gate of the one-layer models, of the deep stacks'
+probes and of the lemmas' probes). :func:`gate_naive` is the O(l^2) product written exactly as in
+Eq. (3). :func:`gated_sum` is Eq. (3)'s output given the logits and the scores, with the same gate
+and a hand-written backward pass: every model of Eq. (3) computes ``F`` through it;
+:func:`mamba_output` is the formula as written on a prompt tensor (Chapter 1). The models themselves are in
 :mod:`mambaicl.models.one_layer`. Implements Eq. (3) of Li et al. (2025).
 """
 from __future__ import annotations
@@ -29,12 +30,13 @@ import torch.nn.functional as F_
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError
-from .kernels import running_sum, suffix_after
+from .kernels import running_sum, suffix_after, suffix_sum
 
 __all__ = [
     "check_prompt",
     "bilinear_scores",
     "attention_scores",
+    "log_gate",
     "gate_from_logits",
     "gate_values",
     "gate_naive",
@@ -95,14 +97,17 @@ def attention_scores(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor) -> t
     return bilinear_scores(P, W_B.transpose(-1, -2) @ W_C)
 
 
+def log_gate(log_sig: torch.Tensor, log_keep: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``log G_i = log sigma_i + sum_{j>i} log(1 - sigma_j)`` from every token's ``log sigma`` and ``log(1 - sigma)``."""
+    return log_sig + suffix_after(log_keep, dim)
+
+
 def gate_from_logits(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """``G_i = sigma(x_i) prod_{j>i} (1 - sigma(x_j))`` from logits ``x`` along axis ``dim`` (default: the last).
 
-    In log space, O(L): ``log G_i = log sigma(x_i) + sum_{j>i} log(1 - sigma(x_j))`` with
-    ``log(1 - sigma(x)) = log sigma(x) - x`` and one reverse cumulative sum; any shape.
+    In log space with one reverse cumulative sum, O(L), any shape; ``log(1 - sigma(x)) = log sigma(-x)``.
     """
-    log_sig = F_.logsigmoid(logits)  # log sigma_i
-    return torch.exp(log_sig + suffix_after(log_sig - logits, dim))  # suffix: sum_{j>i} log(1 - sigma_j)
+    return torch.exp(log_gate(F_.logsigmoid(logits), F_.logsigmoid(-logits), dim))
 
 
 def gate_values(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -132,7 +137,8 @@ def gate_grad_w(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """
     sig = torch.sigmoid(P @ w)  # (batch, L)
     G = gate_values(P, w)  # (batch, L)
-    after = suffix_after(sig.unsqueeze(-1) * P, dim=-2)  # (batch, L, d+1): sum_{s>i} sigma_s p_s
+    weighted = sig.unsqueeze(-1) * P  # (batch, L, d+1): sigma_s p_s
+    after = suffix_sum(weighted, dim=-2) - weighted  # (batch, L, d+1): sum_{s>i} sigma_s p_s
     return G.unsqueeze(-1) * ((1 - sig).unsqueeze(-1) * P - after)  # (batch, L, d+1)
 
 
@@ -141,8 +147,8 @@ class _GatedSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, att, y):
-        G = gate_from_logits(logits)  # (..., L)
-        log_sig = F_.logsigmoid(logits)  # (..., L): for the backward pass
+        log_sig = F_.logsigmoid(logits)  # (..., L): log sigma_i
+        G = torch.exp(log_gate(log_sig, log_sig - logits))  # (..., L); log(1 - sigma) = log sigma - x
         Gy = G * y
         c = Gy * att  # (..., L): each token's vote
         ctx.save_for_backward(log_sig, Gy, c)
@@ -174,6 +180,9 @@ def gated_sum(logits: torch.Tensor, att: torch.Tensor, y: torch.Tensor) -> torch
 
 
 def mamba_output(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """``F(Psi; P) = sum_i G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query`` of Eq. (3): gated linear attention read at
-    the query, ``(...)``; the labels ``y_i`` are the last row of ``P`` (0 at the query)."""
-    return gated_sum(_token_logits(P, w), attention_scores(P, W_B, W_C), P[..., -1])
+    """``F(Psi; P)`` of Eq. (3): gated linear attention read at the query, ``(...)``.
+
+    The formula as written, with autograd; the models compute the same ``F`` through :func:`gated_sum`.
+    """
+    y = P[..., -1]  # (..., l+1): labels, 0 at the query
+    return (gate_values(P, w) * y * attention_scores(P, W_B, W_C)).sum(dim=-1)

@@ -4,7 +4,8 @@ Glossary (code name -> paper symbol):
 
 ==================  ======================================================================
 ``x``               a sequence of per-token terms along axis ``dim`` (any leading shape)
-``suffix_after``    ``sum_{j>i} x_j``: the exponent of every gate ``G_{i,L} = ... prod_{j>i} ...``
+``suffix_sum``      ``sum_{j>=i} x_j``; ``suffix_after``: ``sum_{j>i} x_j``, the exponent of every gate
+                    ``G_{i,L} = ... prod_{j>i} ...``
 ``running_sum``     ``sum_{j<=i} x_j``: the exponent of a gate read at every position at once
 ``keys``            ``W_B u_s`` of every head, ``(batch, H, L, m)``
 ``queries``         ``W_C u_t`` of every head, ``(batch, H, L, m)``
@@ -13,23 +14,28 @@ Glossary (code name -> paper symbol):
 
 Every gate of the book (Eq. (3), the channel-wise gate of Eq. (1) unrolled in App. 11.1, the
 App. 12 families, the S6 gate of Mamba-1) is ``exp`` of a sum of per-token log-terms over the
-tokens after (or up to) a position: :func:`suffix_after` and :func:`running_sum` are the only two
-cumulative sums of :mod:`mambaicl.models`. Every causal score matrix is :func:`causal_scores`.
+tokens after (or up to) a position: :func:`suffix_sum` (with :func:`suffix_after`) and
+:func:`running_sum` are the only cumulative sums of :mod:`mambaicl.models`. Every causal score matrix is :func:`causal_scores`.
 """
 from __future__ import annotations
 
 import torch
 
-__all__ = ["suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores"]
+__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores"]
+
+
+def suffix_sum(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``sum_{j>=i} x_j`` along axis ``dim``, any shape: the one reverse cumulative sum, O(L)."""
+    return torch.flip(torch.cumsum(torch.flip(x, [dim]), dim), [dim])
 
 
 def suffix_after(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """``sum_{j>i} x_j`` along axis ``dim``, any shape: a reverse cumulative sum, O(L), no subtraction.
+    """``sum_{j>i} x_j`` along axis ``dim``, any shape: :func:`suffix_sum` shifted by one, no subtraction.
 
     ``log G_i = log sigma_i + suffix_after(log(1 - sigma))_i`` is the gate of Eq. (3);
     ``exp(suffix_after(log gamma))`` is every decay gate of App. 12.
     """
-    suffix = torch.flip(torch.cumsum(torch.flip(x, [dim]), dim), [dim])  # sum_{j>=i}
+    suffix = suffix_sum(x, dim)  # sum_{j>=i}
     return torch.cat([suffix.narrow(dim, 1, x.shape[dim] - 1), torch.zeros_like(suffix.narrow(dim, 0, 1))], dim=dim)
 
 
