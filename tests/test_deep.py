@@ -4,16 +4,11 @@ import torch
 
 import numpy as np
 
+from mambaicl.config import ConfigError
 from mambaicl.models import build_model, gate_naive, gate_values, mamba_output
-from mambaicl.models.deep import (
-    KINDS,
-    attend,
-    attention_heads,
-    attention_heads_seq,
-    paper_scan_terms,
-    selective_scan_heads,
-    selective_scan_heads_seq,
-)
+from mambaicl.models.deep import KINDS, attend, attention_heads
+from mambaicl.models.scan import paper_scan_terms, selective_scan_heads
+from reference_kernels import attention_heads_seq, decay_gate_loop, selective_scan_heads_seq
 
 
 def deep(kind, d, n_layers=3, **kw):
@@ -151,29 +146,30 @@ def test_models_train_one_step_and_are_deterministic(kind):
     assert any(not torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"kind": "gru"}, "kind"),
-    ({"n_layers": 0}, "n_layers"),
-    ({"n_heads": -1}, "n_heads"),
-    ({"d_model": 2.5}, "d_model"),
-    ({"d": 0}, "d"),
-    ({"d_state": 0}, "d_state"),
-    ({"delta": 0.0}, "delta"),
-    ({"scan": "parallel"}, "scan"),
-    ({"kind": "mamba1", "n_heads": 2}, "n_heads"),
-    ({"kind": "linear", "scan": "factored"}, "scan"),
-    ({"colour": "red"}, "colour"),
+@pytest.mark.parametrize("kwargs,message", [
+    ({"kind": "gru"}, "^kind must be one of"),
+    ({"n_layers": 0}, "^n_layers must be an integer"),
+    ({"n_heads": -1}, "^n_heads must be an integer"),
+    ({"d_model": 2.5}, "^d_model must be an integer"),
+    ({"d": 0}, "^d must be an integer"),
+    ({"d_state": 0}, "^d_state must be an integer"),
+    ({"delta": 0.0}, "^delta must be a real number"),
+    ({"scan": "parallel"}, "^scan must be one of"),
+    ({"scan": "sequential"}, "^scan must be one of"),  # the literal recurrence is a test reference only
+    ({"kind": "mamba1", "n_heads": 2}, "^n_heads must be an integer in \\[1, 1\\]"),
+    ({"kind": "linear", "scan": "factored"}, "^scan does not apply to kind 'linear'"),
+    ({"colour": "red"}, "^colour does not apply to kind 'mamba'"),
 ])
-def test_bad_arguments_raise_value_error_naming_the_parameter(kwargs, name):
+def test_bad_arguments_raise_config_error_naming_the_parameter(kwargs, message):
     args = {"kind": "mamba", "d": 4, **kwargs}
     kind, d = args.pop("kind"), args.pop("d")
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ConfigError, match=message):
         deep(kind, d, **args)
 
 
 def test_bad_prompt_raises():
     model = deep("mamba", 4)
-    with pytest.raises(ValueError, match="d\\+1"):
+    with pytest.raises(ConfigError, match="^P's last dimension must be d\\+1"):
         model(torch.zeros(2, 5, 7))
 
 
@@ -194,7 +190,7 @@ def test_runs_on_gpu(kind):
 @pytest.mark.parametrize("scale", [1.0, 30.0])
 def test_factored_scan_matches_the_recurrence_and_falls_back_when_unsafe(scale):
     """scale 30 makes some -cum exceed FACTORED_LOG_LIMIT, exercising the fallback."""
-    from mambaicl.models.deep import FACTORED_LOG_LIMIT, selective_scan_heads_factored
+    from mambaicl.models.scan import FACTORED_LOG_LIMIT, selective_scan_heads_factored
 
     u = torch.randn(3, 21, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     W_B, W_C, W = heads_params()
@@ -209,7 +205,7 @@ def test_factored_gradients_match_quadratic():
     u = torch.randn(2, 9, 5, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
     params = [p.requires_grad_() for p in heads_params()]
     w = torch.randn(2, 2, 9, 5, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
-    from mambaicl.models.deep import selective_scan_heads_factored
+    from mambaicl.models.scan import selective_scan_heads_factored
 
     g1 = torch.autograd.grad((selective_scan_heads_factored(u, *params) * w).sum(), params)
     g2 = torch.autograd.grad((selective_scan_heads(u, *params) * w).sum(), params)
@@ -235,15 +231,15 @@ def test_gate_families_unroll_their_recurrence(family):
 
     g = torch.Generator().manual_seed(11)
     P = torch.randn(3, 9, 4, generator=g, dtype=torch.float64)
-    w = torch.randn(4, generator=g, dtype=torch.float64)
+    x = P @ torch.randn(4, generator=g, dtype=torch.float64)  # (batch, L): w^T p_j
     if family == "mamba2":
-        log_gamma, G = gates.mamba2_log_decay(P, w, 0.3), gates.mamba2_gate(P, w, 0.3)
+        log_gamma, G = gates.mamba2_log_decay(x, 0.3), gates.mamba2_gate(x, 0.3)
     elif family == "retention":
-        log_gamma, G = gates.gated_retention_log_decay(P, w, 2.0), gates.gated_retention_gate(P, w, 2.0)
+        log_gamma, G = gates.gated_retention_log_decay(x, 2.0), gates.gated_retention_gate(x, 2.0)
     else:
         log_gamma = torch.full((3, 9), torch.log(torch.tensor(0.8, dtype=torch.float64)).item(), dtype=torch.float64)
-        G = gates.retnet_gate(3, 9, 0.8, dtype=torch.float64)
-    assert (G - gates.gate_from_decays_naive(torch.exp(log_gamma))).abs().max() < 1e-12
+        G = gates.retnet_gate((3, 9), 0.8)
+    assert (G - decay_gate_loop(torch.exp(log_gamma))).abs().max() < 1e-12
     unrolled = torch.einsum("bi,bid,bie->bde", G, P, P)
     assert (unrolled - _decay_recurrence(P, log_gamma)).abs().max() < 1e-10
     assert torch.allclose(G[:, -1], torch.ones(3, dtype=torch.float64))
@@ -252,7 +248,7 @@ def test_gate_families_unroll_their_recurrence(family):
 def test_gate_family_arguments_are_checked():
     from mambaicl.models import gates
 
-    with pytest.raises(ValueError, match="gamma"):
-        gates.retnet_gate(1, 3, 1.5)
-    with pytest.raises(ValueError, match="tau"):
-        gates.gated_retention_gate(torch.zeros(1, 3, 2), torch.zeros(2), 0.0)
+    with pytest.raises(ConfigError, match="^gamma must be a real number in \\(0.0, 1.0\\]"):
+        gates.retnet_gate((1, 3), 1.5)
+    with pytest.raises(ConfigError, match="^tau must be a real number"):
+        gates.gated_retention_gate(torch.zeros(1, 3), 0.0)

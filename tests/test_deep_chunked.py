@@ -1,15 +1,16 @@
-"""The chunked scan of the paper's layer (deep.selective_scan_heads_chunked) against the literal recurrence."""
+"""The chunked scan of the paper's layer (scan.selective_scan_heads_chunked) against the literal recurrence."""
 import pytest
 import torch
 
+from mambaicl.config import ConfigError
 from mambaicl.models import build_model
-from mambaicl.models.deep import (
+from mambaicl.models.scan import (
     FACTORED_LOG_LIMIT,
     selective_scan_heads,
     selective_scan_heads_chunked,
     selective_scan_heads_factored,
-    selective_scan_heads_seq,
 )
+from reference_kernels import selective_scan_heads_seq
 
 
 def params(scale, L=21, seed=0):
@@ -54,10 +55,10 @@ def test_chunked_gradients_match_the_quadratic_form(scale):
 
 
 def test_factored_scan_falls_back_to_the_chunked_scan(monkeypatch):
-    import mambaicl.models.deep as deep
+    import mambaicl.models.scan as scan
 
     calls = []
-    monkeypatch.setattr(deep, "selective_scan_heads_chunked", lambda *a: calls.append(1) or selective_scan_heads_chunked(*a))
+    monkeypatch.setattr(scan, "selective_scan_heads_chunked", lambda *a: calls.append(1) or selective_scan_heads_chunked(*a))
     u, W_B, W_C, W = params(30.0)
     ref = selective_scan_heads_seq(u, W_B, W_C, W)
     assert (selective_scan_heads_factored(u, W_B, W_C, W) - ref).abs().max() < 1e-10 * float(ref.abs().max())
@@ -66,9 +67,9 @@ def test_factored_scan_falls_back_to_the_chunked_scan(monkeypatch):
 
 def test_chunked_is_a_scan_option_and_chunk_is_validated():
     model = build_model("mamba", 4, n_layers=2, d_model=8, scan="chunked", generator=torch.Generator().manual_seed(0))
-    ref = build_model("mamba", 4, n_layers=2, d_model=8, scan="sequential", generator=torch.Generator().manual_seed(0))
+    ref = build_model("mamba", 4, n_layers=2, d_model=8, scan="quadratic", generator=torch.Generator().manual_seed(0))
     P = torch.randn(3, 6, 5, generator=torch.Generator().manual_seed(1))
     P[:, -1, -1] = 0  # the query has no label (Eq. (2))
     assert (model(P) - ref(P)).abs().max() < 1e-5
-    with pytest.raises(ValueError, match="chunk"):
+    with pytest.raises(ConfigError, match="^chunk must be an integer"):
         selective_scan_heads_chunked(*params(1.0), chunk=0)

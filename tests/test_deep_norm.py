@@ -21,7 +21,7 @@ def test_after_first_normalises_every_layer_but_the_first():
 
 def test_norm_choices_are_validated():
     assert DeepConfig(norm="after_first").model_kwargs()["norm"] == "after_first"
-    with pytest.raises(ValueError, match="norm"):
+    with pytest.raises(ValueError, match="^norm must be one of"):
         DeepConfig(norm="layer")
-    with pytest.raises(ValueError, match="norm"):
+    with pytest.raises(ValueError, match="^norm must be one of"):
         build_model("mamba", 4, n_layers=2, d_model=8, norm="post")

@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from mambaicl.config import ConfigError
+
 from mambaicl.models.mamba1 import (
     Mamba1Block,
     s6_kernel,
@@ -67,7 +69,7 @@ def test_block_modes_and_probe_agree():
     out, rec = blk(u, probe=True)
     assert (out - y).abs().max() < 1e-12
     assert rec["attention"].shape == (2, 1, 7, 7) and rec["gate"].shape == (2, 1, 7, 16)
-    with pytest.raises(ValueError, match="scan"):
+    with pytest.raises(ConfigError, match="^scan must be one of"):
         blk(u, scan="parallel")
 
 
@@ -81,7 +83,7 @@ def test_block_is_deterministic_given_a_generator():
 @pytest.mark.parametrize("bad", [{"d_model": 0}, {"d_state": -1}, {"expand": 1.5}])
 def test_block_rejects_bad_sizes(bad):
     kw = {"d_model": 8, **bad}
-    with pytest.raises(ValueError, match=next(iter(bad))):
+    with pytest.raises(ConfigError, match=f"^{next(iter(bad))} must be an integer"):
         Mamba1Block(**kw)
 
 
@@ -156,7 +158,7 @@ def test_fast_scan_honours_needs_input_grad_and_is_once_differentiable():
 
 def test_fast_scan_checks_dtype_and_device():
     x, delta, A, B, C, D = s6_inputs(L=4)
-    with pytest.raises(ValueError, match="delta"):
+    with pytest.raises(ConfigError, match="^selective_scan_s6: delta is torch.float32"):
         selective_scan_s6(x, delta.float(), A, B, C, D)
-    with pytest.raises(ValueError, match="B is"):
+    with pytest.raises(ConfigError, match="^selective_scan_s6: B is"):
         selective_scan_s6(x, delta, A, B.float(), C, D)

@@ -7,10 +7,10 @@ from mambaicl import OneLayerLinearTransformer, OneLayerMamba, selective_scan
 from mambaicl.config import DataConfig, TestConfig
 from mambaicl.data import all_tasks, make_patterns, training_prompts, training_tasks
 from mambaicl.data import test_prompts as draw_test_prompts
+from mambaicl.config import ConfigError
 from mambaicl.models import (
     build_model,
     gated_sum,
-    gated_sum_reference,
     attention_scores,
     gate_grad_w,
     gate_naive,
@@ -18,6 +18,8 @@ from mambaicl.models import (
     mamba_output,
     selective_scan_closed_form,
 )
+from mambaicl.seeding import torch_generator, torch_generators
+from reference_kernels import gate_loop, gated_sum_reference
 
 
 def random_prompt(batch, L, d, generator, dtype=torch.float64, scale=1.0):
@@ -198,22 +200,24 @@ def test_same_generator_same_model():
 @pytest.mark.parametrize("cls", [OneLayerMamba, OneLayerLinearTransformer])
 def test_bad_prompts_raise_clear_errors(cls, make, message):
     model = cls(5, 4)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         model(make())
 
 
-@pytest.mark.parametrize("kwargs, message", [({"d": 0, "m": 3}, "d must be"), ({"d": 3, "m": 0}, "m must be"),
-                                             ({"d": 3, "m": 3, "delta": -0.5}, "delta must be a positive")])
+@pytest.mark.parametrize("kwargs, message", [({"d": 0, "m": 3}, "^d must be an integer"),
+                                             ({"d": 3, "m": 0}, "^m must be an integer"),
+                                             ({"d": 3, "m": 3, "delta": -0.5}, r"^delta must be a real number in \(0"),
+                                             ({"d": 3, "m": 3, "delta": 1.5}, r"^delta must be a real number in \(0")])
 def test_bad_constructor_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         OneLayerMamba(**kwargs)
 
 
 def test_scan_shape_errors():
     P = torch.zeros(1, 3, 4)
-    with pytest.raises(ValueError, match="W must have shape"):
+    with pytest.raises(ConfigError, match="^W must have shape"):
         selective_scan(P, torch.zeros(2, 4), torch.zeros(2, 4), torch.zeros(3, 3))
-    with pytest.raises(ValueError, match="W_B must have shape"):
+    with pytest.raises(ConfigError, match="^W_B must have shape"):
         selective_scan(P, torch.zeros(2, 5), torch.zeros(2, 5), torch.zeros(4, 4))
 
 
@@ -253,6 +257,32 @@ def test_variables_path_equals_materialised_prompts(kind, which):
         assert (model.logits(pr) - pr.P @ model.w).abs().max() < 1e-12
 
 
+def test_prompts_project_onto_their_patterns_single_and_stacked():
+    """Prompts.project / Prompts.query_form read w^T p_i and p_i^T M p_query from the patterns' tables."""
+    data = DataConfig()
+    pat = make_patterns(data, torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(data.d + 1, generator=g, dtype=torch.float64)
+    M = torch.randn(data.d + 1, data.d + 1, generator=g, dtype=torch.float64)
+    one = training_prompts(pat, data, training_tasks(6), 16, torch.Generator().manual_seed(1))
+    assert (one.project(w) - one.P @ w).abs().max() < 1e-12
+    assert (one.query_form(M) - torch.einsum("bld,de,be->bl", one.P, M, one.P[:, -1])).abs().max() < 1e-12
+    stacked = training_prompts(pat, data, training_tasks(6), 16, torch_generators([0, 1], "p"))
+    W = torch.stack([w, -w])  # (S, d+1)
+    assert (stacked.project(W) - torch.einsum("sbld,sd->sbl", stacked.P, W)).abs().max() < 1e-12
+    Ms = torch.stack([M, M.T])
+    ref = torch.einsum("sbld,sde,sbe->sbl", stacked.P, Ms, stacked.P[:, :, -1])
+    assert (stacked.query_form(Ms) - ref).abs().max() < 1e-12
+
+
+def test_gate_from_logits_is_the_looped_product_along_any_axis():
+    from mambaicl.models import gate_from_logits
+
+    x = 4 * torch.randn(3, 2, 9, 5, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    assert (gate_from_logits(x) - gate_loop(x)).abs().max() < 1e-14
+    assert (gate_from_logits(x, dim=2) - gate_loop(x.movedim(2, -1)).movedim(-1, 2)).abs().max() < 1e-14
+
+
 def test_gated_sum_matches_its_autograd_twin():
     g = torch.Generator().manual_seed(9)
     x = (3 * torch.randn(5, 13, generator=g, dtype=torch.float64)).requires_grad_()
@@ -282,8 +312,6 @@ def test_merged_model_is_mamba_with_w_equal_to_the_product():
 
 
 def test_stack_members_are_the_single_models():
-    from mambaicl.seeding import torch_generator, torch_generators
-
     stack = build_model("mamba", 30, generators=torch_generators([4, 2], "init"))
     for i, s in enumerate((4, 2)):
         single = build_model("mamba", 30, generator=torch_generator(s, "init"))
@@ -293,25 +321,75 @@ def test_stack_members_are_the_single_models():
     F = stack(P)
     for i in range(2):
         assert (F[i] - stack.member(i)(P[i])).abs().max() < 1e-12
-    with pytest.raises(ValueError, match="s must lie"):
+    with pytest.raises(ConfigError, match=r"^s must be an integer in \[0, 1\]"):
         stack.member(2)
 
 
-def test_build_model_is_the_one_factory_for_gate_families():
-    """App. 12's gate families come from build_model too, equal to the gla module's own builder."""
+def test_gate_families_need_a_seed_stack():
     from mambaicl.models import GATE_KINDS
-    from mambaicl.models.gla import build_gla
-    from mambaicl.seeding import torch_generators
 
     assert set(GATE_KINDS) >= {"mamba2", "gated_retention", "retnet", "gla"}
-    a = build_model("gated_retention", 30, generators=torch_generators([0, 1], "init"), tau=2.0)
-    b = build_gla("gated_retention", 30, generators=torch_generators([0, 1], "init"), tau=2.0, dtype=torch.float64)
-    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
-        assert torch.equal(p, q), n
-    with pytest.raises(ValueError, match="seed stack"):
+    with pytest.raises(ConfigError, match="^kind 'retnet' .* seed stack"):
         build_model("retnet", 30)
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ConfigError, match="^gamma must be a real number"):
         build_model("retnet", 30, generators=torch_generators([0], "init"), gamma=-0.5)
+
+
+# ---------------------------------------------------------------- build_model ignores no keyword
+
+_G = torch.Generator().manual_seed(0)
+
+
+@pytest.mark.parametrize("call, key, kind", [
+    (lambda: build_model("mamba", 30, n_layers=2, m=5), "m", "mamba"),
+    (lambda: build_model("mamba1", 8, n_layers=1, delta=0.1), "delta", "mamba1"),
+    (lambda: build_model("mamba", 8, n_layers=1, generators=[_G]), "generators", "mamba"),
+    (lambda: build_model("linear", 8, n_layers=1, scan="factored"), "scan", "linear"),
+    (lambda: build_model("softmax", 8, n_layers=1, expand=2), "expand", "softmax"),
+    (lambda: build_model("mamba", 8, generator=_G, generators=[_G]), "generator", "mamba"),
+    (lambda: build_model("linear", 8, generator=_G, generators=[_G]), "generator", "linear"),
+    (lambda: build_model("retnet", 8, generator=_G, generators=[_G]), "generator", "retnet"),
+    (lambda: build_model("gated_retention", 8, generator=_G), "generator", "gated_retention"),
+    (lambda: build_model("retnet", 8, generators=[_G], tau=2.0), "tau", "retnet"),
+    (lambda: build_model("gla", 8, generators=[_G], gamma=0.9), "gamma", "gla"),
+    (lambda: build_model("gated_retention", 8, generators=[_G], a=1.0), "a", "gated_retention"),
+    (lambda: build_model("mamba2", 8, generators=[_G], n_heads=2), "n_heads", "mamba2"),
+    (lambda: build_model("mamba", 8, tau=1.0), "tau", "mamba"),
+    (lambda: build_model("mamba_merged", 8, d_model=16), "d_model", "mamba_merged"),
+])
+def test_build_model_rejects_keywords_that_do_not_apply(call, key, kind):
+    with pytest.raises(ConfigError, match=f"^{key} does not apply to kind '{kind}'"):
+        call()
+
+
+@pytest.mark.parametrize("build", [
+    lambda delta: build_model("mamba", 8, delta=delta),
+    lambda delta: build_model("linear", 8, generators=[torch.Generator()], delta=delta),
+    lambda delta: build_model("retnet", 8, generators=[torch.Generator()], delta=delta),
+    lambda delta: build_model("mamba", 8, n_layers=1, delta=delta),
+    lambda delta: build_model("softmax", 8, n_layers=1, delta=delta),
+])
+def test_one_delta_range_for_every_kind(build):
+    from mambaicl.models.defaults import DELTA_RANGE
+
+    assert DELTA_RANGE == {"low": 0.0, "high": 1.0, "low_open": True, "high_open": False}
+    for ok in (0.05, 0.2, 1.0):
+        build(ok)
+    for bad in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ConfigError, match=r"^delta must be a real number in \(0.0, 1.0\]"):
+            build(bad)
+
+
+def test_model_defaults_are_the_configurations():
+    from mambaicl.config import DeepConfig, TrainConfig
+
+    deep = build_model("mamba", 8, n_layers=1)
+    assert deep.d_model == DeepConfig().d_model and len(deep.mixers) == 1
+    assert deep.mixers[0].W_B.shape[:2] == (DeepConfig().n_heads, DeepConfig().d_state)
+    assert build_model("mamba", 8).delta == TrainConfig().delta
+    three = build_model("mamba", 8, n_layers=DeepConfig().n_layers)
+    same = build_model("mamba", 8, generator=None, **{**DeepConfig().model_kwargs()})
+    assert [p.shape for p in three.parameters()] == [p.shape for p in same.parameters()]
 
 
 def test_check_shapes_binds_symbols_and_names_the_first_mismatch():
@@ -319,7 +397,7 @@ def test_check_shapes_binds_symbols_and_names_the_first_mismatch():
 
     P, W_B = torch.zeros(2, 5, 4), torch.zeros(3, 4)
     assert check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0")) == {"batch": 2, "L": 5, "d0": 4, "m": 3}
-    with pytest.raises(ValueError, match=r"W_C must have shape \(m=3, d0=4\); got \(3, 5\)"):
+    with pytest.raises(ConfigError, match=r"^W_C must have shape \(m=3, d0=4\); got \(3, 5\)"):
         check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"), W_C=(torch.zeros(3, 5), "m d0"))
-    with pytest.raises(ValueError, match=r"P must have shape \(batch, L, d0\); got \(5, 4\)"):
+    with pytest.raises(ConfigError, match=r"^P must have shape \(batch, L, d0\); got \(5, 4\)"):
         check_shapes(P=(torch.zeros(5, 4), "batch L d0"))

@@ -1,13 +1,22 @@
 """Models: the literal recurrence (Eq. 1), gated linear attention (Eq. 3), App. 12 gates, deep stacks.
 
-:func:`build_model` is the one factory for every model of the book.
+Layout (each module imports only the ones above it):
+
+==================  ======================================================================
+``kernels``         the two cumulative sums (suffix / running) and the causal score block
+``shapes``          symbolic shape checks;  ``defaults``: model defaults and shared checks
+``gated_attention`` Eq. (3) as functions: scores, the gate, the fused gated sum
+``gates``           the App. 12 gate families, any shape
+``scan``            Eq. (1) for every head in closed form (quadratic, factored, chunked)
+``recurrence``      Eq. (1) as the literal recurrence, and its closed form (one head of ``scan``)
+``one_layer``       the one-layer models of Eq. (3): single models and seed stacks
+``gla``             the App. 12 families as seed stacks (a ``OneLayerStack`` with another gate)
+``mamba1``          a standard Mamba-1 block (Gu & Dao 2023)
+``deep``            residual multi-layer stacks of every kind
+``factory``         :func:`build_model`, the one factory for every model of the book
+==================  ======================================================================
 """
 from .gated_attention import (
-    ONE_LAYER_KINDS,
-    OneLayerLinearTransformer,
-    OneLayerMamba,
-    OneLayerMambaMerged,
-    OneLayerStack,
     attention_scores,
     bilinear_scores,
     check_prompt,
@@ -16,11 +25,14 @@ from .gated_attention import (
     gate_naive,
     gate_values,
     gated_sum,
-    gated_sum_reference,
-    linear_transformer_output,
     mamba_output,
-    prompt_logits,
-    query_attention,
+)
+from .one_layer import (
+    ONE_LAYER_KINDS,
+    OneLayerLinearTransformer,
+    OneLayerMamba,
+    OneLayerMambaMerged,
+    OneLayerStack,
 )
 from .recurrence import discretize, selective_scan, selective_scan_closed_form
 from .deep import KINDS, DeepICLModel  # noqa: E402
@@ -47,11 +59,7 @@ __all__ = [
     "gate_naive",
     "gate_values",
     "gated_sum",
-    "gated_sum_reference",
-    "linear_transformer_output",
     "mamba_output",
-    "prompt_logits",
-    "query_attention",
     "selective_scan",
     "selective_scan_closed_form",
 ]

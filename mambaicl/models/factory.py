@@ -13,15 +13,20 @@ call                   model
 ``build_model(kind, d, n_layers=3, ...)``   :class:`DeepICLModel`: ``"mamba"``, ``"linear"``,
                                             ``"softmax"`` or ``"mamba1"`` layers (§4, App. 8)
 =====================  =================================================================
+
+Every keyword that does not apply to the kind asked for raises a :class:`~mambaicl.config.ConfigError`
+naming the keyword and the kind; nothing is ignored. Defaults are the configurations' (see
+:mod:`mambaicl.models.defaults`), and ``delta`` has one range for every kind.
 """
 from __future__ import annotations
 
 import torch
 
-from ..config import check_choice, check_int, check_real
+from ..config import ConfigError, check_choice, check_int
 from .deep import KINDS, build_deep
-from .gated_attention import ONE_LAYER_KINDS, OneLayerStack, _CLASSES
+from .defaults import one_layer_m
 from .gla import GATE_FAMILIES, build_gla
+from .one_layer import ONE_LAYER_KINDS, OneLayerStack, model_class
 
 __all__ = ["build_model", "GATE_KINDS"]
 
@@ -29,9 +34,16 @@ __all__ = ["build_model", "GATE_KINDS"]
 GATE_KINDS = tuple(f for f in GATE_FAMILIES if f not in ("mamba", "none"))
 
 
-def build_model(kind: str, d: int, *, n_layers: int | None = None, m: int | None = None, delta: float = 0.2,
+def _reject(kind: str, what: str, why: str, **given) -> None:
+    """A :class:`ConfigError` for the first keyword of ``given`` that is set (not ``None``)."""
+    for key, value in given.items():
+        if value is not None:
+            raise ConfigError(f"{key} does not apply to kind {kind!r} {what}; {why}")
+
+
+def build_model(kind: str, d: int, *, n_layers: int | None = None, m: int | None = None, delta: float | None = None,
                 generator: torch.Generator | None = None, generators=None, dtype: torch.dtype | None = None,
-                device=None, **deep_kw) -> torch.nn.Module:
+                device=None, **kw) -> torch.nn.Module:
     """Build any model of the book.
 
     Args:
@@ -42,43 +54,48 @@ def build_model(kind: str, d: int, *, n_layers: int | None = None, m: int | None
         n_layers: ``None`` for the one-layer models of Eq. (3) (Section 2's initialisation);
             an integer for a residual stack (:func:`mambaicl.models.deep.build_deep`, whose
             keywords ``n_heads``, ``d_model``, ``d_state``, ``norm``, ``scan``, ``expand``,
-            ``d_conv`` pass through ``deep_kw``).
-        m: state size of a one-layer model (rows of ``W_B``, ``W_C``); default ``d + 1``.
-        delta: initial diagonal of ``W_B``, ``W_C`` (one layer) or their initial scale (deep).
-        generator: ``torch.Generator`` for the random initial values.
+            ``d_conv`` pass through ``kw``).
+        m: state size of a one-layer model (rows of ``W_B``, ``W_C``); default ``d + 1``. Deep stacks: ``d_state``.
+        delta: initial diagonal of ``W_B``, ``W_C`` (one layer) or their initial scale (deep, not
+            ``"mamba1"``); default the configurations'.
+        generator: ``torch.Generator`` for the random initial values of one model.
         generators: one generator per seed: a :class:`OneLayerStack` of ``len(generators)``
-            one-layer models (not for deep stacks).
+            one-layer models (not for deep stacks; required for the gate families).
         dtype: parameter dtype; default float64 for one-layer models (the synthetic chapters'
             precision), ``torch.get_default_dtype()`` for deep stacks.
         device: where the model lives (default CPU).
+
+    Raises:
+        ConfigError: an invalid value, or a keyword that does not apply to ``kind`` (e.g. ``m`` for a
+            deep stack, ``delta`` for ``"mamba1"``, ``generator`` with ``generators``).
     """
-    if n_layers is None and kind in GATE_KINDS:
-        if generators is None:
-            raise ValueError(f"kind {kind!r} (an App. 12 gate family) is built as a seed stack: pass generators=[...]")
-        return build_gla(kind, d, generators=generators, m=m, delta=delta, dtype=dtype or torch.float64,
-                         device=device, **deep_kw)
-    if n_layers is None:
-        check_choice("kind", kind, ONE_LAYER_KINDS + GATE_KINDS)
-        check_int("d", d, 1)
-        m = d + 1 if m is None else check_int("m", m, 1)
-        check_real("delta", delta, 0.0, low_open=True)
-        if deep_kw:
-            raise ValueError(f"unknown keyword(s) {sorted(deep_kw)} for a one-layer model; "
-                             "pass n_layers for a deep stack")
-        dtype = dtype or torch.float64
-        if generators is not None:
-            model = OneLayerStack(kind, d, m, delta, generators, dtype=dtype)
-        else:
-            cls = _CLASSES[kind]
-            model = cls(d, m, delta, dtype=dtype) if kind == "linear" else cls(d, m, delta, generator=generator,
-                                                                                dtype=dtype)
-    else:
+    if n_layers is not None:
         check_choice("kind", kind, KINDS)
-        if generators is not None:
-            raise ValueError("generators (one model per seed) is only for one-layer models; "
-                             "build one deep model per seed")
-        model = build_deep(kind, d, n_layers=n_layers, generator=generator, delta=delta, **deep_kw) \
-            if kind != "mamba1" else build_deep(kind, d, n_layers=n_layers, generator=generator, **deep_kw)
-        if dtype is not None:
-            model = model.to(dtype)
+        _reject(kind, f"with n_layers = {n_layers!r} (a deep stack)",
+                "a deep stack's state size is d_state and it is built one seed at a time (generator)",
+                m=m, generators=generators)
+        if kind == "mamba1":
+            _reject(kind, "(a Mamba-1 stack)", "its initialisation follows Gu & Dao (2023)", delta=delta)
+        else:
+            kw = kw if delta is None else {**kw, "delta": delta}
+        model = build_deep(kind, d, n_layers=n_layers, generator=generator, **kw)
+        return model.to(dtype=dtype, device=device if device is not None else "cpu")
+    check_choice("kind", kind, ONE_LAYER_KINDS + GATE_KINDS)
+    check_int("d", d, 1)
+    m = one_layer_m(d, m)
+    if kind in GATE_KINDS:
+        _reject(kind, "(an App. 12 gate family, built as a seed stack)", "pass generators=[...]", generator=generator)
+        if generators is None:
+            raise ConfigError(f"kind {kind!r} (an App. 12 gate family) is built as a seed stack: pass generators=[...]")
+        return build_gla(kind, d, generators=generators, m=m, delta=delta, dtype=dtype or torch.float64,
+                         device=device, **kw)
+    for key in kw:
+        raise ConfigError(f"{key} does not apply to kind {kind!r} without n_layers (a one-layer model of Eq. (3)); "
+                          "pass n_layers for a deep stack")
+    dtype = dtype or torch.float64
+    if generators is not None:
+        _reject(kind, "with generators (a seed stack)", "each seed's generator is in generators", generator=generator)
+        model = OneLayerStack(kind, d, m, delta, generators, dtype=dtype)
+    else:
+        model = model_class(kind)(d, m, delta, generator=generator, dtype=dtype)
     return model.to(device if device is not None else "cpu")

@@ -3,110 +3,50 @@
 Glossary (code name -> paper symbol):
 
 ==============  ===============================================================
-``P``           tokens ``p_1, ..., p_L`` (query last), ``(batch, L, d0)``
-``w``, ``a``    gate parameters ``w`` ``(d0,)`` and the scalar ``a`` (Mamba-2)
+``logits``      ``x_j = w^T p_j`` of every token (GLA: ``(W_alpha p_j)_c`` per state channel), ``(..., L)``
+``a``           Mamba-2's scalar ``a`` (``A = -e^a``), broadcast over ``(..., L)``
 ``gamma``       RetNet's fixed decay ``gamma`` in ``(0, 1]``
-``tau``         temperature ``tau > 0`` of gated retention
-``G``           ``G_{i,L}``: weight of token ``i`` in the output read at the last token, ``(batch, L)``
+``tau``         temperature ``tau > 0`` of gated retention and GLA
+``G``           ``G_{i,L}``: weight of token ``i`` in the output read at the last token, ``(..., L)``
 ==============  ===============================================================
 
 Each recurrence ``h_t = gamma_t h_{t-1} + v_t k_t^T`` unrolls to ``h_t = sum_i G_{i,t} v_i k_i^T``
-with ``G_{i,t} = prod_{j=i+1}^t gamma_j`` (``G_{t,t} = 1``). The fast forms below use a
-log-space reverse cumulative sum (O(L)); :func:`gate_from_decays_naive` is the written-out
-product, their plain twin. Mamba's own gate, Eq. (3), is
-:func:`mambaicl.models.gated_attention.gate_values`.
+with ``G_{i,t} = prod_{j=i+1}^t gamma_j`` (``G_{t,t} = 1``): :func:`decay_gate`, one reverse
+cumulative sum in log space (:func:`mambaicl.models.kernels.suffix_after`). Every gate here acts
+on the last axis of any shape (one batch ``(batch, L)`` or seed-stacked ``(S, batch, L)``). Mamba's
+own gate, Eq. (3), is :func:`mambaicl.models.gated_attention.gate_from_logits`; the written-out
+products the tests compare these with are in ``tests/reference_kernels.py``.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F_
 
+from ..config import check_real
+from .kernels import suffix_after
+
 __all__ = [
-    "gate_from_log_decays",
-    "gate_from_decays_naive",
+    "decay_gate",
     "mamba2_log_decay",
     "mamba2_gate",
-    "retnet_gate",
     "gated_retention_log_decay",
     "gated_retention_gate",
-    "suffix_after",
-    "decay_gate_from_log_decays",
-    "mamba2_gate_from_logits",
-    "gated_retention_gate_from_logits",
-    "retnet_gate_any",
-    "gla_gate_from_logits",
+    "retnet_gate",
+    "gla_gate",
 ]
 
 
-def gate_from_log_decays(log_gamma: torch.Tensor) -> torch.Tensor:
-    """``G_{i,L} = prod_{j=i+1}^{L} gamma_j`` from ``log gamma_j`` ``(batch, L)``, in O(L); ``(batch, L)``."""
-    suffix = torch.flip(torch.cumsum(torch.flip(log_gamma, [1]), 1), [1])  # (batch, L): sum_{j>=i}
-    after = torch.cat([suffix[:, 1:], torch.zeros_like(suffix[:, :1])], dim=1)  # (batch, L): sum_{j>i}
-    return torch.exp(after)
+def decay_gate(log_gamma: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``G_i = prod_{j>i} gamma_j`` from ``log gamma`` along axis ``dim``, any shape, O(L)."""
+    return torch.exp(suffix_after(log_gamma, dim))
 
 
-def gate_from_decays_naive(gamma: torch.Tensor) -> torch.Tensor:
-    """Plain twin of :func:`gate_from_log_decays` taking ``gamma`` itself: the product, written out."""
-    batch, L = gamma.shape
-    cols = []
-    for i in range(L):
-        g = torch.ones(batch, dtype=gamma.dtype, device=gamma.device)
-        for j in range(i + 1, L):
-            g = g * gamma[:, j]
-        cols.append(g)
-    return torch.stack(cols, dim=1)  # (batch, L)
+def mamba2_log_decay(logits: torch.Tensor, a) -> torch.Tensor:
+    """``log gamma_j = -softplus(x_j) e^a`` (App. 12, Mamba-2), ``(..., L)``; ``a`` a number or a tensor."""
+    return -F_.softplus(logits) * torch.exp(torch.as_tensor(a, dtype=logits.dtype, device=logits.device))
 
 
-def mamba2_log_decay(P: torch.Tensor, w: torch.Tensor, a: float) -> torch.Tensor:
-    """``log gamma(w, a; j) = -softplus(w^T p_j) e^a`` (App. 12, Mamba-2), ``(batch, L)``."""
-    return -F_.softplus(P @ w) * torch.exp(torch.as_tensor(a, dtype=P.dtype))
-
-
-def mamba2_gate(P: torch.Tensor, w: torch.Tensor, a: float) -> torch.Tensor:
-    """Mamba-2's gate ``G_{i,L}(w, a) = prod_{j>i} exp(-softplus(w^T p_j) e^a)`` (App. 12), ``(batch, L)``."""
-    return gate_from_log_decays(mamba2_log_decay(P, w, a))
-
-
-def retnet_gate(batch: int, L: int, gamma: float, dtype=torch.float32, device=None) -> torch.Tensor:
-    """RetNet's gate ``G_{i,L} = gamma^{L-i}`` (App. 12): fixed, no input dependence; ``(batch, L)``."""
-    if not (0 < gamma <= 1):
-        raise ValueError(f"gamma must lie in (0, 1]; got {gamma!r}")
-    dist = torch.arange(L - 1, -1, -1, dtype=dtype, device=device)  # (L,): L - i
-    return (gamma ** dist).expand(batch, L)
-
-
-def gated_retention_log_decay(P: torch.Tensor, w: torch.Tensor, tau: float) -> torch.Tensor:
-    """``log gamma(w; j) = log sigma(w^T p_j) / tau`` (App. 12, gated retention), ``(batch, L)``."""
-    if not tau > 0:
-        raise ValueError(f"tau must be positive; got {tau!r}")
-    return F_.logsigmoid(P @ w) / tau
-
-
-def gated_retention_gate(P: torch.Tensor, w: torch.Tensor, tau: float) -> torch.Tensor:
-    """Gated retention's gate ``G_{i,L}(w) = prod_{j>i} sigma(w^T p_j)^{1/tau}`` (App. 12), ``(batch, L)``."""
-    return gate_from_log_decays(gated_retention_log_decay(P, w, tau))
-
-
-# ---------------------------------------------------------------- any leading shape (seed-stacked models)
-#
-# The functions above take one batch ``(batch, L)``. The gated-linear-attention stack of
-# :mod:`mambaicl.models.gla` works on ``(S, batch, L)`` logits (seeds stacked); the forms below act
-# on the last axis of any shape. Each ``*_from_logits`` has its plain twin in the tests (a loop over
-# ``j > i``, and the functions above on the same numbers).
-
-
-def suffix_after(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """``sum_{j>i} x_j`` along axis ``dim``, any shape (a reverse cumulative sum, O(L), no subtraction)."""
-    suffix = torch.flip(torch.cumsum(torch.flip(x, [dim]), dim), [dim])  # sum_{j>=i}
-    return torch.cat([suffix.narrow(dim, 1, x.shape[dim] - 1), torch.zeros_like(suffix.narrow(dim, 0, 1))], dim=dim)
-
-
-def decay_gate_from_log_decays(log_gamma: torch.Tensor) -> torch.Tensor:
-    """``G_i = prod_{j>i} gamma_j`` from ``log gamma`` ``(..., L)``: :func:`gate_from_log_decays` for any shape."""
-    return torch.exp(suffix_after(log_gamma))
-
-
-def mamba2_gate_from_logits(logits: torch.Tensor, a: torch.Tensor, input_step: bool) -> torch.Tensor:
+def mamba2_gate(logits: torch.Tensor, a, input_step: bool = False) -> torch.Tensor:
     """Mamba-2's gate from ``x_j = w^T p_j`` ``(..., L)`` and the scalar ``a`` (broadcast over ``(..., L)``).
 
     ``log gamma_j = -softplus(x_j) e^a`` (App. 12). With ``input_step=False`` this is App. 12's form,
@@ -116,29 +56,32 @@ def mamba2_gate_from_logits(logits: torch.Tensor, a: torch.Tensor, input_step: b
     ``G_i = Delta_i prod_{j>i} exp(-Delta_j e^a)``.
     """
     step = F_.softplus(logits)  # (..., L): Delta_j
-    log_G = suffix_after(-step * torch.exp(a))
+    log_G = suffix_after(-step * torch.exp(torch.as_tensor(a, dtype=logits.dtype, device=logits.device)))
     if input_step:
         log_G = log_G + torch.log(step)
     return torch.exp(log_G)
 
 
-def gated_retention_gate_from_logits(logits: torch.Tensor, tau: float) -> torch.Tensor:
+def gated_retention_log_decay(logits: torch.Tensor, tau: float) -> torch.Tensor:
+    """``log gamma_j = log sigma(x_j) / tau`` (App. 12, gated retention), ``(..., L)``."""
+    check_real("tau", tau, 0.0, low_open=True)
+    return F_.logsigmoid(logits) / tau
+
+
+def gated_retention_gate(logits: torch.Tensor, tau: float) -> torch.Tensor:
     """Gated retention's ``G_i = prod_{j>i} sigma(x_j)^{1/tau}`` (App. 12) from logits ``(..., L)``."""
-    if not tau > 0:
-        raise ValueError(f"tau must be positive; got {tau!r}")
-    return decay_gate_from_log_decays(F_.logsigmoid(logits) / tau)
+    return decay_gate(gated_retention_log_decay(logits, tau))
 
 
-def retnet_gate_any(shape: tuple, gamma: float, dtype=torch.float64, device=None) -> torch.Tensor:
-    """RetNet's ``G_i = gamma^{L-i}`` (``i = 1..L``, App. 12) broadcast to ``shape = (..., L)``."""
-    if not (0 < gamma <= 1):
-        raise ValueError(f"gamma must lie in (0, 1]; got {gamma!r}")
+def retnet_gate(shape: tuple, gamma: float, dtype=torch.float64, device=None) -> torch.Tensor:
+    """RetNet's ``G_i = gamma^{L-i}`` (``i = 1..L``, App. 12): fixed, no input dependence; ``shape = (..., L)``."""
+    check_real("gamma", gamma, 0.0, 1.0, low_open=True)
     L = shape[-1]
     dist = torch.arange(L - 1, -1, -1, dtype=dtype, device=device)  # (L,): L - i
     return (gamma ** dist).expand(*shape)
 
 
-def gla_gate_from_logits(logits: torch.Tensor, tau: float, recurrent: bool) -> torch.Tensor:
+def gla_gate(logits: torch.Tensor, tau: float, recurrent: bool) -> torch.Tensor:
     """Channel-wise gates of gated linear attention from ``x_{j,c} = (W_alpha p_j)_c`` ``(..., L, m)``.
 
     ``recurrent=True``: the GLA recurrence ``h_i = h_{i-1} diag(alpha_i) + v_i k_i^T`` with
@@ -146,9 +89,7 @@ def gla_gate_from_logits(logits: torch.Tensor, tau: float, recurrent: bool) -> t
     App. 12's first display). ``recurrent=False``: App. 12's output formula, which gates each key by its
     *own* ``sigma(x_{i,c})^{1/tau}`` (``G_{i,c} = alpha_{i,c}``), a different model.
     """
-    if not tau > 0:
-        raise ValueError(f"tau must be positive; got {tau!r}")
-    log_alpha = F_.logsigmoid(logits) / tau  # (..., L, m)
+    log_alpha = gated_retention_log_decay(logits, tau)  # (..., L, m)
     if not recurrent:
         return torch.exp(log_alpha)
-    return torch.exp(suffix_after(log_alpha, dim=-2))
+    return decay_gate(log_alpha, dim=-2)

@@ -34,9 +34,10 @@ gate swapped), trained from Section 2's initialisation (``W_B = W_C = delta I``,
 
 Only ``mamba``, ``mamba2`` and ``gla_app12`` give a token a weight that depends on the token
 itself (:data:`OWN_TOKEN_GATE`); in the decay-only families a token's weight is set by the tokens
-*after* it. The Mamba family uses the fused :func:`mambaicl.models.gated_attention.gated_sum`;
-:class:`GLAStack` with ``family="mamba"`` equals :class:`mambaicl.models.OneLayerStack` of kind
-``"mamba"`` (same initial values, same outputs; tested).
+*after* it. :class:`GLAStack` is a :class:`mambaicl.models.one_layer.OneLayerStack` (same
+parameters, same initial values, same attention and logits) with the gate swapped; its ``mamba``
+family *is* Eq. (3) and ``none`` the linear Transformer. The gates are those of
+:mod:`mambaicl.models.gates`.
 """
 from __future__ import annotations
 
@@ -45,18 +46,22 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..config import Config, check_int, check_real, choice, real
-from .gated_attention import (_diagonal_init, _gate_init, bilinear_scores, check_prompt, gate_from_logits, gated_sum,
-                              prompt_logits, query_attention)
-from .gates import gated_retention_gate_from_logits, gla_gate_from_logits, mamba2_gate_from_logits, retnet_gate_any
+from ..config import Config, ConfigError, check_int, choice, real
+from .gated_attention import gate_from_logits
+from .gates import gated_retention_gate, gla_gate, mamba2_gate, retnet_gate
+from .defaults import check_generators, one_layer_m
+from .one_layer import OneLayerStack
 
-__all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GateConfig", "GLAStack", "build_gla"]
+__all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GATE_SETTINGS", "GateConfig", "GLAStack",
+           "build_gla"]
 
 GATE_FAMILIES = ("mamba", "mamba2", "mamba2_app12", "gated_retention", "retnet", "gla", "gla_app12", "none")
 #: families whose weight of token i depends on token i itself
 OWN_TOKEN_GATE = ("mamba", "mamba2", "gla_app12")
 #: families whose gate depends on the input at all
 INPUT_DEPENDENT = ("mamba", "mamba2", "mamba2_app12", "gated_retention", "gla", "gla_app12")
+#: the families each setting of :class:`GateConfig` applies to
+GATE_SETTINGS = {"tau": ("gated_retention", "gla", "gla_app12"), "gamma": ("retnet",), "a": ("mamba2", "mamba2_app12")}
 _SCALAR_W = ("mamba", "mamba2", "mamba2_app12", "gated_retention")
 _CHANNEL = ("gla", "gla_app12")
 
@@ -76,11 +81,7 @@ class GateConfig(Config):
     a: float = real(0.0, -10.0, 10.0)
 
 
-def _is_tensor(P) -> bool:
-    return isinstance(P, torch.Tensor)
-
-
-class GLAStack(nn.Module):
+class GLAStack(OneLayerStack):
     """``S`` one-layer gated-linear-attention models of one gate family, parameters stacked on a seed axis.
 
     Args:
@@ -90,37 +91,24 @@ class GLAStack(nn.Module):
         dtype: parameter dtype (default float64).
 
     ``forward`` takes stacked prompts (tensor ``(S, batch, l+1, d+1)`` or ``Prompts``) and returns
-    ``F`` ``(S, batch)``; like :class:`mambaicl.models.OneLayerStack`, training the sum over seeds of
-    each seed's mean loss gives every seed its own gradient.
+    ``F`` ``(S, batch)``; as for every :class:`OneLayerStack`, training the sum over seeds of each
+    seed's mean loss gives every seed its own gradient.
     """
 
-    def __init__(self, gate, d: int, m: int, delta: float, generators, dtype: torch.dtype | None = None) -> None:
-        super().__init__()
-        self.gate_config = gate if isinstance(gate, GateConfig) else GateConfig(family=gate)
-        self.family = self.gate_config.family
-        check_int("d", d, 1)
-        check_int("m", m, 1)
-        check_real("delta", delta, 0.0, low_open=True)
-        generators = list(generators)
-        if not generators:
-            raise ValueError("generators must hold one torch.Generator per seed (at least one)")
-        self.d, self.m, self.delta = d, m, float(delta)
-        dtype = dtype or torch.float64
-        S = len(generators)
-        W0 = _diagonal_init(m, d, delta).to(dtype)  # (m, d+1)
-        self.W_B = nn.Parameter(W0.expand(S, m, d + 1).clone())  # (S, m, d+1)
-        self.W_C = nn.Parameter(W0.expand(S, m, d + 1).clone())  # (S, m, d+1)
-        if self.family in _SCALAR_W:  # the draw of OneLayerMamba: w ~ N(0, I/(d+1))
-            self.w = nn.Parameter(torch.stack([_gate_init(d, g, dtype) for g in generators]))  # (S, d+1)
+    def __init__(self, gate, d: int, m: int, delta: float | None, generators, dtype: torch.dtype | None = None) -> None:
+        gate = gate if isinstance(gate, GateConfig) else GateConfig(family=gate)
+        generators = check_generators(generators)
+        # the families with a gate vector w draw it as OneLayerMamba does; the others draw nothing here
+        super().__init__("mamba" if gate.family in _SCALAR_W else "linear", d, m, delta, generators,
+                         dtype=dtype or torch.float64)
+        self.gate_config, self.family = gate, gate.family
+        self.kind, self.gated = self.family, self.family != "none"
+        dtype, S = self.W_B.dtype, self.n_seeds
         if self.family in ("mamba2", "mamba2_app12"):
             self.a = nn.Parameter(torch.full((S,), self.gate_config.a, dtype=dtype))  # (S,)
         if self.family in _CHANNEL:
             W_alpha = [torch.randn(m, d + 1, generator=g, dtype=torch.float64) / (d + 1) ** 0.5 for g in generators]
             self.W_alpha = nn.Parameter(torch.stack(W_alpha).to(dtype))  # (S, m, d+1)
-
-    @property
-    def n_seeds(self) -> int:
-        return self.W_B.shape[0]
 
     def member(self, s: int) -> "GLAStack":
         """Seed ``s`` as a one-seed stack (a copy of its parameters)."""
@@ -132,35 +120,15 @@ class GLAStack(nn.Module):
                 p.copy_(getattr(self, name)[s : s + 1])
         return one.to(self.W_B.device)
 
-    # ------------------------------------------------------------ pieces of F
-
-    def bilinear(self, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """``W_B^T W_C`` of every seed, ``(S, d+1, d+1)``."""
-        dtype = dtype or self.W_B.dtype
-        return self.W_B.to(dtype).transpose(1, 2) @ self.W_C.to(dtype)
-
-    def _ref(self, P) -> torch.Tensor:
-        if _is_tensor(P):
-            check_prompt(P, self.d)
-            return P
-        return P.kappa
-
-    def attention(self, P) -> torch.Tensor:
-        """``p_i^T W_B^T W_C p_query`` for every token, ``(S, batch, l+1)``."""
-        ref = self._ref(P)
-        M = self.bilinear(ref.dtype)
-        return bilinear_scores(P, M) if _is_tensor(P) else query_attention(P, M)
-
     def logits(self, P) -> torch.Tensor:
         """Gate logits: ``w^T p_i`` ``(S, batch, l+1)`` (scalar families) or ``W_alpha p_i`` ``(S, batch, l+1, m)`` (GLA)."""
-        ref = self._ref(P)
         if self.family in _SCALAR_W:
-            w = self.w.to(ref.dtype)
-            return (P @ w[:, None, :, None]).squeeze(-1) if _is_tensor(P) else prompt_logits(P, w)
+            return super().logits(P)
         if self.family in _CHANNEL:
-            X = P if _is_tensor(P) else P.P
+            ref = self._ref(P)
+            X = P if isinstance(P, torch.Tensor) else P.P
             return torch.einsum("sbld,smd->sblm", X.to(ref.dtype), self.W_alpha.to(ref.dtype))
-        raise ValueError(f"the {self.family!r} gate has no logits (it does not depend on the input)")
+        raise ConfigError(f"the {self.family!r} gate has no logits (it does not depend on the input)")
 
     def gate(self, P, channels: bool = False) -> torch.Tensor:
         """``G_{i,l+1}`` for every token, ``(S, batch, l+1)``; GLA: the mean over state channels, or
@@ -168,43 +136,50 @@ class GLAStack(nn.Module):
         ref = self._ref(P)
         cfg, fam = self.gate_config, self.family
         if fam == "none":
-            return torch.ones(ref.shape[:3], dtype=ref.dtype, device=ref.device)
+            return torch.ones_like(ref)
         if fam == "retnet":
-            return retnet_gate_any(tuple(ref.shape[:3]), cfg.gamma, dtype=ref.dtype, device=ref.device)
+            return retnet_gate(tuple(ref.shape), cfg.gamma, dtype=ref.dtype, device=ref.device)
         x = self.logits(P)
         if fam == "mamba":
             return gate_from_logits(x)
         if fam in ("mamba2", "mamba2_app12"):
-            return mamba2_gate_from_logits(x, self.a.to(ref.dtype)[:, None, None], input_step=fam == "mamba2")
+            return mamba2_gate(x, self.a.to(ref.dtype)[:, None, None], input_step=fam == "mamba2")
         if fam == "gated_retention":
-            return gated_retention_gate_from_logits(x, cfg.tau)
-        G = gla_gate_from_logits(x, cfg.tau, recurrent=fam == "gla")  # (S, batch, L, m)
+            return gated_retention_gate(x, cfg.tau)
+        G = gla_gate(x, cfg.tau, recurrent=fam == "gla")  # (S, batch, L, m)
         return G if channels else G.mean(-1)
 
     def forward(self, P) -> torch.Tensor:
         """``F`` of every seed on its own prompts, ``(S, batch)``."""
+        if self.family in ("mamba", "none"):  # Eq. (3) and its G = 1 case
+            return super().forward(P)
         ref = self._ref(P)
-        y = P[..., -1] if _is_tensor(P) else P.y  # (S, batch, L)
+        y = P[..., -1] if isinstance(P, torch.Tensor) else P.y  # (S, batch, L)
         if self.family in _CHANNEL:
-            X = (P if _is_tensor(P) else P.P).to(ref.dtype)  # (S, batch, L, d+1)
+            X = (P if isinstance(P, torch.Tensor) else P.P).to(ref.dtype)  # (S, batch, L, d+1)
             keys = torch.einsum("sbld,smd->sblm", X, self.W_B.to(ref.dtype))  # W_B p_i
             query = torch.einsum("sbd,smd->sbm", X[:, :, -1], self.W_C.to(ref.dtype))  # W_C p_query
             G = self.gate(P, channels=True)  # (S, batch, L, m)
             return torch.einsum("sbl,sblm,sbm->sb", y, G * keys, query)
-        att = self.attention(P)
-        if self.family == "mamba":
-            return gated_sum(self.logits(P), att, y)
-        if self.family == "none":
-            return (y * att).sum(-1)
-        return (self.gate(P) * y * att).sum(-1)
+        return (self.gate(P) * y * self.attention(P)).sum(-1)
 
 
-def build_gla(family, d: int, *, generators, m: int | None = None, delta: float = 0.2, dtype=None,
+def build_gla(family, d: int, *, generators, m: int | None = None, delta: float | None = None, dtype=None,
               device=None, **gate_kw) -> GLAStack:
     """A :class:`GLAStack` of ``len(generators)`` seeds: ``family`` a name of :data:`GATE_FAMILIES` (with
-    ``tau``, ``gamma``, ``a`` in ``gate_kw``) or a :class:`GateConfig`; ``m`` defaults to ``d + 1``."""
-    gate = family if isinstance(family, GateConfig) else GateConfig(family=family, **gate_kw)
-    if isinstance(family, GateConfig) and gate_kw:
-        raise ValueError(f"pass gate settings {sorted(gate_kw)} inside the GateConfig, not as keywords")
-    stack = GLAStack(gate, d, d + 1 if m is None else m, delta, generators, dtype=dtype)
+    ``tau``, ``gamma``, ``a`` in ``gate_kw``, each only for the families of :data:`GATE_SETTINGS` it applies to)
+    or a :class:`GateConfig`; ``m`` defaults to ``d + 1``."""
+    if isinstance(family, GateConfig):
+        if gate_kw:
+            raise ConfigError(f"pass gate settings {sorted(gate_kw)} inside the GateConfig, not as keywords")
+        gate = family
+    else:
+        for key in gate_kw:
+            if key not in GATE_SETTINGS:
+                raise ConfigError(f"{key} does not apply to kind {family!r} (a gate family); "
+                                  f"gate settings: {sorted(GATE_SETTINGS)}")
+            if family not in GATE_SETTINGS[key]:
+                raise ConfigError(f"{key} does not apply to kind {family!r}; it applies to {GATE_SETTINGS[key]}")
+        gate = GateConfig(family=family, **gate_kw)
+    stack = GLAStack(gate, d, one_layer_m(d, m), delta, generators, dtype=dtype)
     return stack.to(device if device is not None else "cpu")

@@ -34,6 +34,8 @@ import torch.nn.functional as F_
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from ..config import ConfigError, check_choice, check_int, check_real
+from .kernels import causal_mask, running_sum
 from .shapes import check_shapes
 
 __all__ = [
@@ -44,7 +46,11 @@ __all__ = [
     "s6_gate",
     "causal_conv",
     "Mamba1Block",
+    "MAMBA1_SCANS",
 ]
+
+#: the forms of the S6 scan a :class:`Mamba1Block` can run
+MAMBA1_SCANS = ("fast", "sequential", "kernel")
 
 
 def _check_s6(x, delta, A, B, C, D) -> None:
@@ -119,10 +125,10 @@ class _S6Scan(torch.autograd.Function):
         ref = x
         for name, t in (("delta", delta), ("A", A), ("B", B), ("C", C)):
             if t.dtype != ref.dtype or t.device != ref.device:
-                raise ValueError(f"selective_scan_s6: {name} is {t.dtype} on {t.device} but x is {ref.dtype} on "
-                                 f"{ref.device}; every input must share x's dtype and device")
+                raise ConfigError(f"selective_scan_s6: {name} is {t.dtype} on {t.device} but x is {ref.dtype} on "
+                                  f"{ref.device}; every input must share x's dtype and device")
         if not ref.is_floating_point():
-            raise ValueError(f"selective_scan_s6: x must be a floating-point tensor; got {ref.dtype}")
+            raise ConfigError(f"selective_scan_s6: x must be a floating-point tensor; got {ref.dtype}")
         x, delta, B, C = x.contiguous(), delta.contiguous(), B.contiguous(), C.contiguous()
         batch, L, E = x.shape
         N = A.shape[1]
@@ -205,7 +211,7 @@ def s6_gate(delta: torch.Tensor, A: torch.Tensor, t: int) -> torch.Tensor:
     Returns:
         ``(batch, L, E, N)``.
     """
-    Lam = torch.cumsum(delta, dim=1)  # (batch, L, E): sum_{r<=s} Delta_r
+    Lam = running_sum(delta, dim=1)  # (batch, L, E): sum_{r<=s} Delta_r
     decay = (Lam[:, t : t + 1] - Lam).clamp_min(0)  # (batch, L, E): sum_{r=s+1}^t Delta_r for s <= t
     # clamp_min only removes float rounding below 0; rows s > t are zeroed by the mask below
     G = delta.unsqueeze(-1) * torch.exp(decay.unsqueeze(-1) * A)  # (batch, L, E, N)
@@ -271,10 +277,9 @@ class Mamba1Block(nn.Module):
                  generator: torch.Generator | None = None) -> None:
         super().__init__()
         for name, v in (("d_model", d_model), ("d_state", d_state), ("expand", expand), ("d_conv", d_conv)):
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer; got {v!r}")
-        if not (0 < dt_min < dt_max):
-            raise ValueError(f"need 0 < dt_min < dt_max; got dt_min={dt_min!r}, dt_max={dt_max!r}")
+            check_int(name, v, 1)
+        check_real("dt_min", dt_min, 0.0, low_open=True)
+        check_real("dt_max", dt_max, dt_min, low_open=True)
         self.d_inner = E = expand * d_model
         self.d_state, self.d_conv = d_state, d_conv
         self.dt_rank = dt_rank or math.ceil(d_model / 16)
@@ -321,6 +326,7 @@ class Mamba1Block(nn.Module):
                 ``"gate_states"`` ``(batch, L, E, N)``, ``"kernel"`` ``K`` and ``"delta"``. The
                 output is then computed from the very ``K`` returned (``scan`` is ignored).
         """
+        check_choice("scan", scan, MAMBA1_SCANS)
         s = self.ssm_inputs(u)
         args = (s["x"], s["delta"], s["A"], s["B"], s["C"], self.D)
         if probe:
@@ -331,16 +337,13 @@ class Mamba1Block(nn.Module):
             y = selective_scan_s6(*args)
         elif scan == "sequential":
             y = selective_scan_s6_seq(*args)
-        elif scan == "kernel":
-            y = selective_scan_s6_kernel(*args)
         else:
-            raise ValueError(f"scan must be 'fast', 'sequential' or 'kernel'; got {scan!r}")
+            y = selective_scan_s6_kernel(*args)
         out = self.out_proj(y * F_.silu(s["z"]))  # (batch, L, d_model)
         if not probe:
             return out
         L = u.shape[1]
-        causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=u.device))
-        scores = torch.einsum("btn,bsn->bts", s["C"], s["B"]) * causal  # (batch, L, L): C_t^T B_s
+        scores = torch.einsum("btn,bsn->bts", s["C"], s["B"]) * causal_mask(L, u.device)  # (batch, L, L): C_t^T B_s
         gate = s6_gate(s["delta"], s["A"], L - 1)  # (batch, L, E, N), read from the query
         return out, {"attention": scores.unsqueeze(1),  # (batch, 1, L, L)
                      "gate": gate.mean(dim=-1).unsqueeze(1),  # (batch, 1, L, E): mean over the N states

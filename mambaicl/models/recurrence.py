@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F_
 
+from .scan import selective_scan_heads
 from .shapes import check_shapes
 
 __all__ = ["discretize", "selective_scan", "selective_scan_closed_form"]
@@ -97,17 +98,9 @@ def selective_scan_closed_form(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Te
     """The unrolled form of Eq. (1) derived in App. 11.1, for every channel and position.
 
     ``o_i = sum_{j<=i} (G_{j,i}(W) * p_j) p_j^T W_B^T W_C p_i`` with the channel-wise gate
-    ``G_{j,i}(W) = sigma(W^T p_j) * prod_{k=j+1}^{i} (1 - sigma(W^T p_k))``.
-    Same signature and output as :func:`selective_scan`; O(L^2) and meant as its twin.
+    ``G_{j,i}(W) = sigma(W^T p_j) * prod_{k=j+1}^{i} (1 - sigma(W^T p_k))``: the one-head case of
+    :func:`mambaicl.models.scan.selective_scan_heads`. Same signature and output as
+    :func:`selective_scan`; O(L^2) work, no loop.
     """
     _check_scan_shapes(P, W_B, W_C, W)
-    L = P.shape[1]
-    logits = P @ W  # (batch, L, d0): w_k^T p_j
-    log_keep = F_.logsigmoid(-logits)  # (batch, L, d0): log(1 - sigma)
-    cum = torch.cumsum(log_keep, dim=1)  # (batch, L, d0)
-    # log prod_{k=j+1}^{i} (1 - sigma_k) = cum[i] - cum[j]  for j <= i
-    log_G = F_.logsigmoid(logits).unsqueeze(1) + cum.unsqueeze(2) - cum.unsqueeze(1)  # (batch, i, j, d0)
-    causal = torch.tril(torch.ones(L, L, dtype=torch.bool, device=P.device))  # (i, j)
-    G = torch.where(causal[None, :, :, None], torch.exp(log_G), torch.zeros_like(log_G))
-    scores = (P @ W_B.T) @ (P @ W_C.T).transpose(1, 2)  # (batch, j, i): p_j^T W_B^T W_C p_i
-    return torch.einsum("bijd,bjd,bji->bid", G, P, scores)  # (batch, L, d0)
+    return selective_scan_heads(P, W_B[None], W_C[None], W[None])[:, 0]  # (batch, L, d0)

@@ -1,12 +1,14 @@
 """Symbolic shape checks for the models' public functions.
 
 ``check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"))`` checks each tensor against its symbols, binding a
-symbol at its first use, and raises a ``ValueError`` naming the first tensor that disagrees, the shape it
-must have (with the sizes bound so far) and the shape it has.
+symbol at its first use, and raises a :class:`~mambaicl.config.ConfigError` naming the first tensor that
+disagrees, the shape it must have (with the sizes bound so far) and the shape it has.
 """
 from __future__ import annotations
 
 import torch
+
+from ..config import ConfigError
 
 __all__ = ["check_shapes"]
 
@@ -22,5 +24,5 @@ def check_shapes(**named: tuple[torch.Tensor, str]) -> dict[str, int]:
                 ok = ok and sizes.setdefault(sym, int(n)) == n
         if not ok:
             want = ", ".join(f"{s}={sizes[s]}" if s in sizes else s for s in symbols)
-            raise ValueError(f"{name} must have shape ({want}); got {tuple(tensor.shape)}")
+            raise ConfigError(f"{name} must have shape ({want}); got {tuple(tensor.shape)}")
     return sizes

@@ -1,0 +1,65 @@
+"""The scan primitives every gate and every attention layer of the package is built from.
+
+Glossary (code name -> paper symbol):
+
+==================  ======================================================================
+``x``               a sequence of per-token terms along axis ``dim`` (any leading shape)
+``suffix_sum``      ``sum_{j>=i} x_j``; ``suffix_after``: ``sum_{j>i} x_j``, the exponent of every gate
+                    ``G_{i,L} = ... prod_{j>i} ...``
+``running_sum``     ``sum_{j<=i} x_j``: the exponent of a gate read at every position at once
+``keys``            ``W_B u_s`` of every head, ``(batch, H, L, m)``
+``queries``         ``W_C u_t`` of every head, ``(batch, H, L, m)``
+``scores``          ``u_s^T W_B^T W_C u_t``, row ``t`` reads column ``s``, zero for ``s > t``
+==================  ======================================================================
+
+Every gate of the book (Eq. (3), the channel-wise gate of Eq. (1) unrolled in App. 11.1, the
+App. 12 families, the S6 gate of Mamba-1) is ``exp`` of a sum of per-token log-terms over the
+tokens after (or up to) a position: :func:`suffix_sum` (with :func:`suffix_after`) and
+:func:`running_sum` are the only cumulative sums of :mod:`mambaicl.models`. Every causal score matrix is :func:`causal_scores`.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores"]
+
+
+def suffix_sum(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``sum_{j>=i} x_j`` along axis ``dim``, any shape: the one reverse cumulative sum, O(L)."""
+    return torch.flip(torch.cumsum(torch.flip(x, [dim]), dim), [dim])
+
+
+def suffix_after(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``sum_{j>i} x_j`` along axis ``dim``, any shape: :func:`suffix_sum` shifted by one, no subtraction.
+
+    ``log G_i = log sigma_i + suffix_after(log(1 - sigma))_i`` is the gate of Eq. (3);
+    ``exp(suffix_after(log gamma))`` is every decay gate of App. 12.
+    """
+    suffix = suffix_sum(x, dim)  # sum_{j>=i}
+    return torch.cat([suffix.narrow(dim, 1, x.shape[dim] - 1), torch.zeros_like(suffix.narrow(dim, 0, 1))], dim=dim)
+
+
+def running_sum(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``sum_{j<=i} x_j`` along axis ``dim``, any shape (a cumulative sum)."""
+    return torch.cumsum(x, dim=dim)
+
+
+def causal_mask(L: int, device=None) -> torch.Tensor:
+    """``(L, L)`` boolean, ``True`` where column ``s`` is at or before row ``t``."""
+    return torch.tril(torch.ones(L, L, dtype=torch.bool, device=device))
+
+
+def heads_keys_queries(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys ``W_B u_s`` and queries ``W_C u_t`` of every head, each ``(batch, H, L, m)``.
+
+    Args:
+        u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.
+    """
+    keys = torch.einsum("bld,hmd->bhlm", u, W_B)  # (batch, H, L, m): W_B u_s
+    queries = torch.einsum("bld,hmd->bhlm", u, W_C)  # (batch, H, L, m): W_C u_t
+    return keys, queries
+
+
+def causal_scores(keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """``scores[..., t, s] = queries_t . keys_s`` for ``s <= t``, else 0; ``(..., L, L)`` from ``(..., L, m)``."""
+    return (queries @ keys.transpose(-1, -2)) * causal_mask(keys.shape[-2], keys.device)
