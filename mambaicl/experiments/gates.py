@@ -38,7 +38,7 @@ from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError,
                       synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..models.gla import GATE_FAMILIES, GateConfig, GLAStack
+from ..models.gla import GATE_FAMILIES, GATE_SETTINGS, GateConfig, GLAStack
 from ..seeding import torch_generator, torch_generators
 from ..train import Member, SyntheticData, loss_per_model, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
@@ -129,7 +129,7 @@ def family_members(preset: GatesPreset, family: str, pat: Patterns, seeds) -> li
     """One :class:`mambaicl.train.Member` of ``family`` per seed on Definition 1 prompts, with the family's
     step size, ``m``, ``delta`` and gate settings (``tau``, ``gamma``, ``a``)."""
     tr, g = preset.train[family], preset.gate(family)
-    options = {} if family in ("mamba", "none") else {"tau": g.tau, "gamma": g.gamma, "a": g.a}
+    options = {key: getattr(g, key) for key, families in GATE_SETTINGS.items() if family in families}
     data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
     return [Member(s, _kind(family), data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype, options=options)
             for s in resolve_seeds(seeds)]
