@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from mambaicl.data import all_tasks, training_prompts, training_tasks
-from mambaicl.data.multiclass import (all_levels_error, concat_prompts, level_errors, level_generators, level_stage,
-                                      multiclass_sampler, multiclass_test_prompts, stacked_prompt)
+from mambaicl.data.multiclass import (all_levels_error, concat_prompts, level_errors, level_stage,
+                                      multiclass_test_prompts, stacked_prompt)
 from mambaicl.data.regression import least_squares_clean, regression_prompts, squared_error
 from mambaicl.evaluate import zero_one_error
 from mambaicl.experiments import fig2
@@ -21,17 +21,16 @@ DATA = fig2.FIG2.data
 # ---------------------------------------------------------------- multi-class
 
 
-def test_level_zero_is_the_binary_prompt_and_levels_have_their_own_streams():
+def test_heads_are_members_with_their_own_level_streams():
+    """Head h of seed s is an engine member initialised from (s, "init[/level<h>]") and trained on
+    (s, "train[/level<h>]"); level 0 is the binary model's streams."""
+    from mambaicl.experiments import multiclass
+
     seeds, H = [0, 3], 3
-    sample = multiclass_sampler(PAT, DATA, training_tasks(DATA.M1), H, seeds)
-    pr, z = sample(5, torch_generators(seeds, "train"))
-    assert pr.z.shape == (len(seeds) * H, 5) and torch.equal(z, pr.z)
-    for si, s in enumerate(seeds):
-        for h in range(H):
-            alone = training_prompts(PAT, DATA, training_tasks(DATA.M1), 5, torch_generator(s, level_stage("train", h)))
-            assert torch.equal(pr[si * H + h].P, alone.P)  # member s H + h is level h of seed s
+    members = multiclass.heads_members(multiclass.TINY, "mamba", PAT, seeds, H=H)
+    assert [(m.seed, m.init, m.stage) for m in members] == [
+        (s, level_stage("init", h), level_stage("train", h)) for s in seeds for h in range(H)]
     assert level_stage("train", 0) == "train" and level_stage("train", 2) == "train/level2"
-    assert len(level_generators(seeds, "init", H)) == 6
 
 
 def test_stacked_prompt_is_app13_block_layout():

@@ -73,10 +73,8 @@ def test_first_heads_of_a_deeper_model_are_the_shallower_model():
     """Training H = 3 and reading its first two heads gives the H = 2 model (the loss is a sum over levels)."""
     pre = dataclasses.replace(multiclass.TINY, classes=(2, 4, 8), train=synthetic_trains(steps=12))
     pat = fig2.patterns(fig2.FIG2)
-    three = multiclass.heads_model(pre, "mamba", pat, (0, 1), H=3)
-    fit(three, progress=False, **multiclass.heads_fit(pre, "mamba", pat, (0, 1), H=3))
-    two = multiclass.heads_model(pre, "mamba", pat, (0, 1), H=2)
-    fit(two, progress=False, **multiclass.heads_fit(pre, "mamba", pat, (0, 1), H=2))
+    three = train(multiclass.heads_members(pre, "mamba", pat, (0, 1), H=3), pre.train["mamba"], progress=False).models[0]
+    two = train(multiclass.heads_members(pre, "mamba", pat, (0, 1), H=2), pre.train["mamba"], progress=False).models[0]
     for name in ("W_B", "W_C", "w"):
         p3, p2 = getattr(three, name).detach(), getattr(two, name).detach()
         for s in range(2):

@@ -34,14 +34,13 @@ from dataclasses import fields
 
 import torch
 
-from ..config import DataConfig, TestConfig, check_int
+from ..config import TestConfig, check_int
 from ..evaluate import zero_one_error
 from ..seeding import torch_generators
 from .patterns import Patterns
-from .prompts import Prompts, materialize, test_prompts, training_prompts
+from .prompts import Prompts, materialize, test_prompts
 
-__all__ = ["concat_prompts", "level_stage", "level_generators", "multiclass_training_prompts",
-           "multiclass_test_prompts", "multiclass_sampler", "stacked_prompt", "all_levels_error", "level_errors"]
+__all__ = ["concat_prompts", "level_stage", "multiclass_test_prompts", "stacked_prompt", "all_levels_error", "level_errors"]
 
 _SHARED = ("mu", "nu", "outliers")
 
@@ -79,22 +78,8 @@ def level_stage(stage: str, h: int) -> str:
     return stage if h == 0 else f"{stage}/level{h}"
 
 
-def level_generators(seeds, stage: str, H: int) -> list:
-    """``[generator of (s, level_stage(stage, h))]`` seed-major (index ``s H + h``)."""
-    check_int("H", H, 1)
-    per_level = [torch_generators(seeds, level_stage(stage, h)) for h in range(H)]
-    return [per_level[h][s] for s in range(len(per_level[0])) for h in range(H)]
-
-
 def _levels(draw, generators_by_level) -> Prompts:
     return concat_prompts([draw(g) for g in generators_by_level], interleave=True)
-
-
-def multiclass_training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch: int,
-                                generators_by_level) -> Prompts:
-    """Definition 1 prompts for every level: ``generators_by_level[h]`` is the list of per-seed generators
-    of level ``h``; returns ``(S H, batch, ...)`` members, seed-major."""
-    return _levels(lambda g: training_prompts(pat, cfg, tasks, batch, g), generators_by_level)
 
 
 def multiclass_test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, seeds, stage: str,
@@ -103,20 +88,6 @@ def multiclass_test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor
     check_int("H", H, 1)
     gens = [torch_generators(seeds, level_stage(stage, h)) for h in range(H)]
     return _levels(lambda g: test_prompts(pat, test, tasks, batch, g), gens)
-
-
-def multiclass_sampler(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, H: int, seeds, stage: str = "train"):
-    """``sample_batch`` for :func:`mambaicl.train.fit` with ``seed=list(seeds)``: level 0 draws from the
-    generators ``fit`` passes (the binary stream ``(s, stage)``), level ``h >= 1`` from its own streams
-    ``(s, "<stage>/level<h>")``, created here. Returns ``(prompts (S H, batch, ...), z (S H, batch))``."""
-    check_int("H", H, 1)
-    own = [torch_generators(seeds, level_stage(stage, h)) for h in range(1, H)]
-
-    def sample(batch: int, generators):
-        pr = multiclass_training_prompts(pat, cfg, tasks, batch, [list(generators)] + own)
-        return pr, pr.z
-
-    return sample
 
 
 def stacked_prompt(pr: Prompts, s: int, H: int) -> torch.Tensor:

@@ -21,7 +21,7 @@ the same parameters (tested), and the ``C = 2`` model is Figure 2's binary model
 same prompts (paired).
 
 Streams: head ``h`` of seed ``s`` initialises from ``(s, "init")`` (``h = 0``) or
-``(s, "init/level<h>")``; training prompts as in :func:`mambaicl.data.multiclass.multiclass_sampler`;
+``(s, "init/level<h>")``; training prompts from ``(s, "train[/level<h>]")`` (:func:`heads_members`, one engine member per head);
 test prompts ``(s, "test/multiclass/<alpha>[/level<h>]")``. Patterns: Figure 2's.
 """
 from __future__ import annotations
@@ -29,21 +29,20 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-
 from ..analysis.stats import error_mean_se
 from ..config import (ONE_LAYER_KINDS, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig,
                       check_choice, check_int, check_trains, choices, instance, integer, integers, reals,
                       synthetic_trains, to_dict, trains)
 from ..data import all_tasks, make_patterns, training_tasks
-from ..data.multiclass import all_levels_error, level_errors, level_generators, multiclass_sampler, multiclass_test_prompts
+from ..data.multiclass import all_levels_error, level_errors, level_stage, multiclass_test_prompts
 from ..evaluate import predict
-from ..models import build_model
+from ..members import Member, SyntheticData
 from ..seeding import torch_generator
-from ..train import fit, fit_kwargs
+from ..train import train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "MulticlassResult", "heads_model", "heads_fit", "run"]
+           "MulticlassResult", "heads_members", "run"]
 
 
 
@@ -90,26 +89,18 @@ DEFAULT_PRESET = "app13"
 DEFAULT_SEEDS = (0, 1, 2)
 
 
-def heads_model(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None, *, device=None):
-    """The untrained ``H``-head model of ``kind`` for every seed: a ``OneLayerStack`` of ``S H`` members,
-    seed-major, head ``h`` of seed ``s`` initialised from ``(s, "init")`` (``h = 0``) or ``(s, "init/level<h>")``.
+def heads_members(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None) -> list:
+    """The ``H``-head model of ``kind`` for every seed as :class:`mambaicl.train.Member` objects, seed-major
+    (member ``s H + h`` is head ``h`` of seed ``s``): initial values from ``(s, "init[/level<h>]")``,
+    Definition 1 prompts from ``(s, "train[/level<h>]")`` (:func:`mambaicl.data.multiclass.level_stage`).
 
-    The engine (:func:`mambaicl.train.train`) initialises every member from ``(seed, "init")``, so the heads
-    ``h >= 1`` cannot be its members; this stack trains by the engine's loop on one model
-    (:func:`mambaicl.train.fit`) on :func:`mambaicl.data.multiclass.multiclass_sampler`'s prompts."""
+    App. 13's loss (Eq. (36)) is the sum of the heads' hinge losses and the heads share no parameter, so
+    training the heads as members of one engine run is training the ``H``-head model."""
     H = preset.H if H is None else check_int("H", H, 1)
     tr = preset.train[check_choice("kind", kind, preset.models)]
-    return build_model(kind, preset.data.d, m=tr.m, delta=tr.delta, generators=level_generators(seeds, "init", H),
-                       dtype=pat.mu.dtype, device=resolve_device(device))
-
-
-def heads_fit(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None) -> dict:
-    """The keywords of :func:`mambaicl.train.fit` for :func:`heads_model`: the summed hinge loss of App. 13
-    (Eq. (36)) over fresh prompts of every level, seed ``s`` level ``h`` from ``(s, "train[/level<h>]")``."""
-    H = preset.H if H is None else check_int("H", H, 1)
-    seeds = resolve_seeds(seeds)
-    return {"sample_batch": multiclass_sampler(pat, preset.data, training_tasks(preset.data.M1), H, seeds),
-            "seed": list(seeds), **fit_kwargs(preset.train[check_choice("kind", kind, preset.models)])}
+    data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
+    return [Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype, init=level_stage("init", h),
+                   stage=level_stage("train", h)) for s in resolve_seeds(seeds) for h in range(H)]
 
 
 @dataclass
@@ -144,9 +135,11 @@ def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, p
                                        seeds, f"test/multiclass/{float(a)}", H) for a in preset.alphas]
     e_all, e_all_ps, e_all_se, e_lvl, e_lvl_ps, indep, final, models = ({} for _ in range(8))
     for kind in preset.models:
-        stack = heads_model(preset, kind, pat, seeds, device=device)
-        hist = fit(stack, progress=progress, **heads_fit(preset, kind, pat, seeds))
-        models[kind], final[kind] = stack, sum(hist.loss[-1]) / len(hist.loss[-1])
+        trained = train(heads_members(preset, kind, pat, seeds), preset.train[kind], device=resolve_device(device),
+                        progress=progress)
+        stack = trained.models[0]  # one stack: every head of every seed, in member order
+        models[kind] = stack
+        final[kind] = sum(trained.losses(i)[-1] for i in range(S * H)) / (S * H)
         all_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
         ind_ps = {C: [[0.0] * len(preset.alphas) for _ in range(S)] for C in preset.classes}
         lvl_ps = [[[0.0] * len(preset.alphas) for _ in range(S)] for _ in range(H)]
