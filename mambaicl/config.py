@@ -48,7 +48,9 @@ __all__ = [
     "check_real",
     "check_choice",
     "check_bool",
+    "check_seed",
     "check_seeds",
+    "check_text",
     "check_reals",
     "check_ints",
     "check_choices",
@@ -218,15 +220,27 @@ def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: s
     return train
 
 
+def check_seed(name: str, seed) -> int:
+    """One seed: a non-negative integer (the one rule every seed of the package is checked by)."""
+    return check_int(name, seed, 0)
+
+
+def check_text(name: str, value) -> str:
+    """A non-empty string (a name: a preset's, a stage's)."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{name} must be a non-empty string; got {value!r}")
+    return value
+
+
 def check_seeds(name: str, seeds) -> tuple:
-    """A non-empty tuple of distinct non-negative integer seeds."""
+    """A non-empty tuple of distinct non-negative integer seeds (each checked by :func:`check_seed`)."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
         raise ConfigError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
     seeds = tuple(seeds)
     if not seeds:
         raise ConfigError(f"{name} must hold at least one seed")
     for i, s in enumerate(seeds):
-        check_int(f"{name}[{i}]", s, 0)
+        check_seed(f"{name}[{i}]", s)
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{name} must be distinct; got {seeds!r}")
     return tuple(int(s) for s in seeds)
