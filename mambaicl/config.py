@@ -61,6 +61,7 @@ __all__ = [
     "choices",
     "instance",
     "trains",
+    "text",
     "integer",
     "real",
     "choice",
@@ -222,7 +223,9 @@ def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: s
 
 def check_seed(name: str, seed) -> int:
     """One seed: a non-negative integer (the one rule every seed of the package is checked by)."""
-    return check_int(name, seed, 0)
+    if not _is_int(seed) or seed < 0:
+        raise ConfigError(f"{name} must be a non-negative integer; got {seed!r}")
+    return int(seed)
 
 
 def check_text(name: str, value) -> str:
@@ -310,6 +313,11 @@ def instance(cls, default=None, factory=None, optional: bool = False):
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata={"check": check})
     return dataclasses.field(default=default, metadata={"check": check})
+
+
+def text(default=dataclasses.MISSING):
+    """A dataclass field holding a non-empty string (a name), validated by :class:`Config`."""
+    return dataclasses.field(default=default, metadata={"check": check_text})
 
 
 def trains(factory, kinds=None, min_m: int | None = None, loss: str | None = None):
