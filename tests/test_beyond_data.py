@@ -119,9 +119,9 @@ def test_least_squares_on_clean_examples_matches_numpy_min_norm():
 def test_squared_error_and_bad_inputs():
     assert squared_error(torch.tensor([1.0, 3.0]), torch.tensor([0.0, 0.0]), d=5) == pytest.approx(1.0)
     assert squared_error(torch.tensor([float("nan"), 0.0]), torch.zeros(2)) == float("inf")
-    with pytest.raises(ValueError, match="p"):
+    with pytest.raises(ValueError, match=r"^p must be a real number in \[0\.0, 1\.0\)"):
         regression_prompts(3, 4, 2, 1.0, torch_generator(0, "r"))
     with pytest.raises(ValueError, match="kind"):
         regression_prompts(3, 4, 2, 0.1, torch_generator(0, "r"), kind="huber")
-    with pytest.raises(ValueError, match="l"):
+    with pytest.raises(ValueError, match=r"^l must be an integer"):
         regression_prompts(3, 0, 2, 0.1, torch_generator(0, "r"))

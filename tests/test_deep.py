@@ -167,7 +167,7 @@ def test_models_train_one_step_and_are_deterministic(kind):
 def test_bad_arguments_raise_value_error_naming_the_parameter(kwargs, name):
     args = {"kind": "mamba", "d": 4, **kwargs}
     kind, d = args.pop("kind"), args.pop("d")
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=rf"^{name} must|\['{name}'\]"):
         deep(kind, d, **args)
 
 
