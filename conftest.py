@@ -5,7 +5,8 @@
 * ``unit``: every other test under ``tests/``;
 * ``slow``: an integration test that would push the unit run over its one-minute budget on two
   cores (such a test is not ``unit``): set with ``@pytest.mark.slow`` or listed in :data:`SLOW`
-  with the reason (CPU seconds measured on the branch h15-policy, 2026-12-02).
+  with the reason (CPU seconds estimated from a unit run on the branch h15-policy, 2026-12-02;
+  re-measure after the training engine of issue 15 lands).
 
 ``pytest -m unit`` runs the unit tests only: when the marker expression cannot select a ``book``
 item, the book folder and the notebooks are not even collected (no kernel starts). The README's
@@ -27,6 +28,13 @@ SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest`
     "tests/test_fig2_cli.py::test_fig2_five_seeds_reevaluate_independently": "the full fig2 preset (~22 s CPU)",
     "tests/test_sst2_experiments.py::test_run_writes_every_regime_and_is_byte_identical": "every regime (~21 s CPU)",
     "tests/test_beyond_experiments.py::test_cli_lists_and_writes_the_four_experiments": "two CLI runs (~17 s CPU)",
+    "tests/test_train.py::test_batched_run_is_byte_identical_on_a_rerun": "a same-process rerun (~11 s CPU); the "
+    "thread-count test of tests/test_cli_errors.py checks byte identity across processes and thread counts",
+    "tests/test_fig2_cli.py::test_rerun_is_byte_identical": "three CLI runs in a fixture (~11 s CPU), shared by",
+    "tests/test_fig2_cli.py::test_results_layout_with_seeds": "the same fixture",
+    "tests/test_fig2_cli.py::test_one_seed_keeps_the_first_layout": "the same fixture",
+    "tests/test_sst2_experiments.py::test_validation_curve_records_and_picks_a_step": "SST-2 training (~9 s CPU)",
+    "tests/test_sst2_experiments.py::test_oracle_and_tiny_table_end_to_end": "an SST-2 table end to end (~7 s CPU)",
 }
 
 

@@ -102,7 +102,8 @@ def prepare_out_dir(out: str | os.PathLike) -> Path:
         raise cls(f"--out {out} cannot be created: {exc.strerror or exc}") from None
     others = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
     if others:
-        raise ConfigError(f"--out {out} holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); "
+        listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise ConfigError(f"--out {out} holds other files ({listed}); "
                           f"give a new folder or one holding only {' and '.join(OUTPUT_FILES)}")
     parent = out.resolve().parent
     if not os.access(out, os.W_OK) or not os.access(parent, os.W_OK):

@@ -39,11 +39,13 @@ import torch
 
 from .config import check_seed, check_seeds, check_text
 
-__all__ = ["stream_seed", "seed_sequence", "substage", "generators_for", "torch_generator", "torch_generators", "numpy_generator"]
+__all__ = ["stream_seed", "seed_sequence", "substage", "generators_for", "torch_generator", "torch_generators",
+           "numpy_generator"]
 
 _MASK63 = (1 << 63) - 1
 _MT_WORDS = 624  # MT19937 state size in 32-bit words
-_MT_OFFSET = 24  # bytes before state[0] in torch's CPU generator state: initial seed u64, left i32, seeded i32, next u64
+_MT_OFFSET = 24  # bytes before state[0] in torch's CPU generator state: initial seed u64, left i32, seeded i32,
+#                 next u64; state[624] follows as u64 words holding 32 bits each
 
 
 @functools.lru_cache(maxsize=4096)
@@ -103,7 +105,7 @@ def _mt_words(seq: np.random.SeedSequence) -> tuple[int, np.ndarray]:
 
     ``seq.generate_state(8)`` gives 512 bits; words 4-7 (disjoint from the 4 that seed
     :func:`numpy_generator`'s PCG64) set a PCG64 state of 128 + 127 bits whose first 312 outputs are
-    the 624 words (``generate_state(624)`` itself costs 4x more, and this test draws from 200,000 streams).
+    the 624 words (``generate_state(624)`` itself costs 4x more; the tests draw from 200,000 streams).
     """
     w = [int(x) for x in seq.generate_state(8, dtype=np.uint64)]
     with _PCG.lock:

@@ -197,7 +197,8 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
 
 
 @torch.no_grad()
-def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int, stage: str = "test/groups") -> dict[str, dict]:
+def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int,
+                 stage: str = "test/groups") -> dict[str, dict]:
     """Test error and Corollary 1's sums on each task group (:func:`mambaicl.data.task_groups`).
 
     ``n`` prompts per group ``g``, drawn from the stream ``(seed, f"{stage}/group={g}")`` (the

@@ -231,8 +231,8 @@ class EmbeddingCache:
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
             bad = self._set_aside(file)
-            warnings.warn(f"embedding cache shard {file} is corrupt or unreadable ({reason}); set aside as {bad.name}, its "
-                          "texts will be encoded again", stacklevel=4)
+            warnings.warn(f"embedding cache shard {file} is corrupt or unreadable ({reason}); set aside as "
+                          f"{bad.name}, its texts will be encoded again", stacklevel=4)
             return None
 
     @staticmethod
@@ -275,7 +275,7 @@ class EmbeddingCache:
             self._index.setdefault(t, (name, row))
 
     def _read(self, texts: Sequence[str] = ()) -> dict[str, tuple[str, int]]:
-        """The index ``{text: (shard, row)}``; the folder is scanned the first time, or when ``texts`` has unknown ones."""
+        """The index ``{text: (shard, row)}``; the folder is scanned the first time or when ``texts`` has unknown ones."""
         if not self._scanned or any(t not in self._index for t in texts):
             self._scan()
         return self._index
