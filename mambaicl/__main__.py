@@ -9,7 +9,13 @@ preset), with a progress bar; a warm cache makes it a no-op.
 ``DIR/results.json`` (and ``DIR/artifacts.pt`` when the experiment keeps tensors), atomically;
 the same command gives the same bytes. ``--seed N`` runs one seed (for ``fig2``, ``artifacts.pt``
 then holds one parameter dict per model, the first release's layout); ``--seeds`` runs several
-as one batch (lists in ``seeds`` order). Bad input ends in one line on stderr and exit status 2.
+as one batch (lists in ``seeds`` order); ``--threads N`` sets torch's thread count (default 1; the
+results do not depend on it). The output folder is replaced as a whole, both files together
+(:func:`mambaicl.io.write_outputs`).
+
+Errors: bad input (a :class:`~mambaicl.config.ConfigError`, a missing file, a folder that cannot be
+written) ends in one line on stderr and exit status 2; anything else is a bug and shows its
+traceback (exit status 1).
 """
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ import time
 import torch
 
 from . import experiments
-from .io import atomic_write_bytes, prepare_out_dir, write_json
+from .config import ConfigError, check_choice, check_int, check_seeds
+from .io import json_text, prepare_out_dir, write_outputs
 
 __all__ = ["main"]
 
@@ -30,11 +37,7 @@ class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line, without the usage block."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        raise _CliError(message)
-
-
-class _CliError(Exception):
-    pass
+        raise ConfigError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--seeds", type=int, nargs="+", help="run several seeds as one batch")
     rep.add_argument("--preset", help="named preset (default: the experiment's own)")
     rep.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    rep.add_argument("--threads", type=int, default=1, help="torch threads (default 1; results do not depend on it)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
     emb = sub.add_parser("embed-sst2", help="fill the SST-2 embedding cache of Chapter 6 (progress bar)")
     emb.add_argument("--path", help="GLUE SST-2 folder (default: $MAMBAICL_SST2_DIR, else the Hugging Face hub)")
@@ -62,7 +66,7 @@ def _embed_sst2(args) -> int:
     from .experiments import sst2
 
     if args.preset not in sst2.PRESETS:
-        raise _CliError(f"unknown preset {args.preset!r} for sst2; known presets: {', '.join(sorted(sst2.PRESETS))}")
+        raise ConfigError(f"unknown preset {args.preset!r} for sst2; known presets: {', '.join(sorted(sst2.PRESETS))}")
     print(f"embedding the SST-2 sentences of preset {args.preset!r} (Chapter 6)", flush=True)
     out = sst2.fill_embedding_cache(sst2.PRESETS[args.preset], path=args.path, cache_dir=args.cache_dir,
                                     progress=not args.quiet)
@@ -84,34 +88,32 @@ def _reproduce(args) -> int:
     if args.list:
         return _list()
     if not args.name:
-        raise _CliError("name the experiment to reproduce (python -m mambaicl reproduce --list shows them)")
+        raise ConfigError("name the experiment to reproduce (python -m mambaicl reproduce --list shows them)")
     if not args.out:
-        raise _CliError("--out DIR is required (the folder for results.json)")
+        raise ConfigError("--out DIR is required (the folder for results.json)")
+    if args.name not in experiments.names():
+        raise ConfigError(f"unknown experiment {args.name!r}; known experiments: {', '.join(experiments.names())}")
     mod = experiments.get(args.name)
     preset_name = args.preset or mod.DEFAULT_PRESET
     if preset_name not in mod.PRESETS:
-        raise _CliError(f"unknown preset {preset_name!r} for {args.name}; known presets: {', '.join(sorted(mod.PRESETS))}")
-    seeds = (args.seed,) if args.seed is not None else tuple(args.seeds or mod.DEFAULT_SEEDS)
-    if any(s < 0 for s in seeds):
-        raise _CliError(f"seeds must be non-negative integers; got {' '.join(map(str, seeds))}")
-    if len(set(seeds)) != len(seeds):
-        raise _CliError(f"seeds must be distinct; got {' '.join(map(str, seeds))}")
-    if args.device not in ("cpu", "cuda") or (args.device == "cuda" and not torch.cuda.is_available()):
-        raise _CliError(f"--device must be cpu or (with a GPU) cuda; got {args.device!r}")
+        raise ConfigError(f"unknown preset {preset_name!r} for {args.name}; known presets: {', '.join(sorted(mod.PRESETS))}")
+    seeds = check_seeds("seeds", (args.seed,) if args.seed is not None else (args.seeds or mod.DEFAULT_SEEDS))
+    check_choice("--device", args.device, ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
+    threads = check_int("--threads", args.threads, 1)
     out = prepare_out_dir(args.out)
-    torch.set_num_threads(1)  # small tensors: one thread is faster, and results do not depend on the core count
+    torch.set_num_threads(threads)  # small tensors: one thread is fastest; results do not depend on the count
     start = time.time()
     print(f"reproducing {args.name} with preset {preset_name!r}, seeds {' '.join(map(str, seeds))}", flush=True)
     result = mod.run(mod.PRESETS[preset_name], seeds=seeds, device=args.device, progress=not args.quiet)
-    write_json(out / "results.json", result.to_dict())
-    written = ["results.json"]
+    files = {"results.json": json_text(result.to_dict()).encode("utf-8")}
     art = result.single_seed_artifacts() if args.seed is not None and hasattr(result, "single_seed_artifacts") \
         else result.artifacts()
     if art is not None:
         buf = io.BytesIO()
         torch.save(art, buf)
-        atomic_write_bytes(out / "artifacts.pt", buf.getvalue())
-        written.append("artifacts.pt")
+        files["artifacts.pt"] = buf.getvalue()
+    write_outputs(out, files)  # both files land together
+    written = list(files)
     if hasattr(result, "summary"):
         print(result.summary())
     print(f"wrote {', '.join(str(out / w) for w in written)} in {time.time() - start:.0f} s", flush=True)
@@ -125,8 +127,8 @@ def main(argv=None) -> int:
             return _reproduce(args)
         if args.command == "embed-sst2":
             return _embed_sst2(args)
-        raise _CliError(f"unknown command {args.command!r}")
-    except (_CliError, ValueError, FileNotFoundError, FloatingPointError, OSError) as exc:
+        raise ConfigError(f"unknown command {args.command!r}")
+    except (ConfigError, FileNotFoundError, PermissionError) as exc:  # bad input; anything else is a bug
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"python -m mambaicl: error: {msg}", file=sys.stderr)
         return 2

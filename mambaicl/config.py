@@ -48,7 +48,9 @@ __all__ = [
     "check_real",
     "check_choice",
     "check_bool",
+    "check_seed",
     "check_seeds",
+    "check_text",
     "check_reals",
     "check_ints",
     "check_choices",
@@ -59,6 +61,7 @@ __all__ = [
     "choices",
     "instance",
     "trains",
+    "text",
     "integer",
     "real",
     "choice",
@@ -218,15 +221,29 @@ def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: s
     return train
 
 
+def check_seed(name: str, seed) -> int:
+    """One seed: a non-negative integer (the one rule every seed of the package is checked by)."""
+    if not _is_int(seed) or seed < 0:
+        raise ConfigError(f"{name} must be a non-negative integer; got {seed!r}")
+    return int(seed)
+
+
+def check_text(name: str, value) -> str:
+    """A non-empty string (a name: a preset's, a stage's)."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{name} must be a non-empty string; got {value!r}")
+    return value
+
+
 def check_seeds(name: str, seeds) -> tuple:
-    """A non-empty tuple of distinct non-negative integer seeds."""
+    """A non-empty tuple of distinct non-negative integer seeds (each checked by :func:`check_seed`)."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
         raise ConfigError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
     seeds = tuple(seeds)
     if not seeds:
         raise ConfigError(f"{name} must hold at least one seed")
     for i, s in enumerate(seeds):
-        check_int(f"{name}[{i}]", s, 0)
+        check_seed(f"{name}[{i}]", s)
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{name} must be distinct; got {seeds!r}")
     return tuple(int(s) for s in seeds)
@@ -296,6 +313,11 @@ def instance(cls, default=None, factory=None, optional: bool = False):
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata={"check": check})
     return dataclasses.field(default=default, metadata={"check": check})
+
+
+def text(default=dataclasses.MISSING):
+    """A dataclass field holding a non-empty string (a name), validated by :class:`Config`."""
+    return dataclasses.field(default=default, metadata={"check": check_text})
 
 
 def trains(factory, kinds=None, min_m: int | None = None, loss: str | None = None):

@@ -1,10 +1,9 @@
-"""The book's one 0-1 error, and test errors on Definition 2 prompts (the sweeps of Figure 2).
+"""Test errors on Definition 2 prompts (the sweeps of Figure 2), scored by the book's one 0-1 error.
 
-**The convention.** :func:`zero_one_error` counts a prompt as an error when ``z F <= 0`` or
-when ``F`` is not finite. The paper writes ``E[1[z F(Psi; P') < 0]]`` (Section 2), which would
-score a model that outputs 0 everywhere (or NaN) as perfect; a tie is no prediction, so we
-count it as wrong (Chapter 2, "Deviations from the paper"). Every error and accuracy in the
-package and the book goes through :func:`zero_one_error`.
+:func:`zero_one_error` (a tie or a non-finite output is an error) is defined in :mod:`mambaicl.metric`
+and re-exported here. Every sweep item (each α, each task group) draws its prompts from its own
+stream ``(seed, substage(stage, ...))`` (:mod:`mambaicl.seeding`), so its error does not depend on
+the other items of the sweep.
 """
 from __future__ import annotations
 
@@ -12,23 +11,12 @@ import dataclasses
 
 import torch
 
-from .config import TestConfig
+from .config import TestConfig, check_int, check_reals
 from .data import Patterns, tasks_by_group, test_prompts
+from .metric import zero_one_error
+from .seeding import generators_for, substage
 
 __all__ = ["zero_one_error", "predict", "model_error", "test_error", "alpha_sweep", "errors_by_task_group"]
-
-
-def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> float:
-    """Fraction of prompts with ``z * F <= 0`` or a non-finite ``F`` (ties and NaN/inf are errors).
-
-    Args:
-        F: model outputs, any shape; z: labels in {+1, -1} of the same shape.
-    """
-    F, z = torch.as_tensor(F), torch.as_tensor(z)
-    if F.shape != z.shape or F.numel() == 0:
-        raise ValueError(f"F and z must have the same non-empty shape; got {tuple(F.shape)} and {tuple(z.shape)}")
-    wrong = ~(z.to(F.dtype) * F > 0) | ~torch.isfinite(F)
-    return float(wrong.double().mean())
 
 
 @torch.no_grad()
@@ -62,8 +50,7 @@ def test_error(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, n: i
 
     For a seed-batched model pass one generator per seed: returns one error per seed.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive number of test prompts; got {n!r}")
+    n = check_int("n", n, 1)
     F, z = [], []
     for start in range(0, n, chunk):
         pr = test_prompts(pat, test, tasks, min(chunk, n - start), generator)
@@ -75,14 +62,25 @@ def test_error(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, n: i
     return zero_one_error(F, z)
 
 
-def alpha_sweep(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, alphas, n: int, generator) -> list:
-    """Test error at each ``alpha`` (everything else as in ``test``); one entry per ``alpha``."""
-    return [test_error(model, pat, dataclasses.replace(test, alpha=float(a)), tasks, n, generator) for a in alphas]
+def alpha_sweep(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, alphas, n: int, seeds,
+                stage: str = "test") -> list:
+    """Test error at each ``alpha`` (everything else as in ``test``); one entry per ``alpha``.
+
+    ``seeds``: an ``int`` for one model, a sequence for a seed-batched one (one error per seed). The
+    prompts at ``alpha`` come from the streams ``(seed, f"{stage}/alpha={alpha}")``.
+    """
+    alphas = check_reals("alphas", alphas, 0.0, 1.0, high_open=True, distinct=True)
+    return [test_error(model, pat, dataclasses.replace(test, alpha=a), tasks, n,
+                       generators_for(seeds, substage(stage, alpha=a))) for a in alphas]
 
 
-def errors_by_task_group(model, pat: Patterns, test: TestConfig, n: int, generator) -> dict:
-    """Test error on each group of tasks of :func:`mambaicl.data.task_groups`, ``n`` prompts per group."""
-    return {name: test_error(model, pat, test, tasks, n, generator)
+def errors_by_task_group(model, pat: Patterns, test: TestConfig, n: int, seeds, stage: str = "test/groups") -> dict:
+    """Test error on each group of tasks of :func:`mambaicl.data.task_groups`, ``n`` prompts per group.
+
+    ``seeds``: an ``int`` for one model, a sequence for a seed-batched one (one error per seed). The
+    prompts of group ``g`` come from the streams ``(seed, f"{stage}/group={g}")``.
+    """
+    return {name: test_error(model, pat, test, tasks, n, generators_for(seeds, substage(stage, group=name)))
             for name, tasks in tasks_by_group(pat.mu.shape[0]).items()}
 
 

@@ -5,11 +5,18 @@ randomness (drawing the patterns, initialising ``w``, drawing training prompts, 
 prompts, ...) gets its own stream, derived from the pair ``(seed, stage)`` by NumPy's
 :class:`numpy.random.SeedSequence` with the stage name hashed (SHA-256) into its spawn key.
 Two different pairs give statistically independent streams: seed ``s`` and seed ``s + 1``
-share no stream, and neither do two stages of one seed. (The code this replaces seeded stages
-with ``seed + offset``, so that seed ``s``'s initialisation stream was seed ``s + 1``'s pattern
-stream.)
+share no stream, and neither do two stages of one seed.
 
-Stage names used by the book (any string is allowed):
+**Full state, not a 32-bit seed.** Torch's CPU generator is a Mersenne Twister (MT19937) whose
+``manual_seed(s)`` keeps only the low 32 bits of ``s`` (``manual_seed(s)`` and
+``manual_seed(s + 2**32)`` draw the same numbers), so streams seeded that way would collide by
+the birthday bound after ~2^16 streams. Instead, :func:`torch_generator` fills all 624 words of the
+twister's state from the stream's ``SeedSequence`` (through a PCG64 of 255 bits seeded by it, which is
+4x faster than ``generate_state(624)``) and loads them with ``Generator.set_state``: two streams share
+a first draw only by chance (tested on 200,000 streams).
+NumPy streams (:func:`numpy_generator`) are PCG64 seeded from the same ``SeedSequence``.
+
+Stage names used by the book (any non-empty string is allowed):
 
 ==================  =====================================================================
 ``"patterns"``      the orthogonal patterns of §3.2
@@ -20,54 +27,123 @@ Stage names used by the book (any string is allowed):
 ==================  =====================================================================
 
 Experiments add their own (e.g. ``"test/alpha=0.3"``) where one seed needs several
-independent test sets.
+independent test sets; :func:`substage` names them the same way everywhere.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
 import torch
 
-__all__ = ["stream_seed", "torch_generator", "torch_generators", "numpy_generator"]
+from .config import check_seed, check_seeds, check_text
+
+__all__ = ["stream_seed", "seed_sequence", "substage", "generators_for", "torch_generator", "torch_generators",
+           "numpy_generator"]
 
 _MASK63 = (1 << 63) - 1
+_MT_WORDS = 624  # MT19937 state size in 32-bit words
+_MT_OFFSET = 24  # bytes before state[0] in torch's CPU generator state: initial seed u64, left i32, seeded i32,
+#                 next u64; state[624] follows as u64 words holding 32 bits each
 
 
-def _check(seed, stage) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
-    if not isinstance(stage, str) or not stage:
-        raise ValueError(f"stage must be a non-empty string naming the stage; got {stage!r}")
+@functools.lru_cache(maxsize=4096)
+def _stage_key(stage: str) -> int:
+    return int.from_bytes(hashlib.sha256(check_text("stage", stage).encode("utf-8")).digest()[:8], "little")
+
+
+def seed_sequence(seed: int, stage: str) -> np.random.SeedSequence:
+    """``SeedSequence(entropy=seed, spawn_key=(sha256(stage)[:8],))``: the root of stream ``(seed, stage)``."""
+    if not isinstance(stage, str):
+        check_text("stage", stage)
+    return np.random.SeedSequence(entropy=check_seed("seed", seed), spawn_key=(_stage_key(stage),))
 
 
 def stream_seed(seed: int, stage: str) -> int:
-    """The 63-bit integer that seeds the stream of ``stage`` in run ``seed``.
+    """A 63-bit integer summary of stream ``(seed, stage)`` (the generator's ``initial_seed()``).
 
-    ``SeedSequence(entropy=seed, spawn_key=(sha256(stage)[:8],))``: distinct ``(seed, stage)``
-    pairs give independent, non-overlapping streams (up to a 2^-63 collision chance).
+    Seeds only non-CPU generators (CUDA's Philox keeps all 64 bits); CPU streams use the full state.
     """
-    _check(seed, stage)
-    key = int.from_bytes(hashlib.sha256(stage.encode("utf-8")).digest()[:8], "little")
-    state = np.random.SeedSequence(entropy=int(seed), spawn_key=(key,)).generate_state(2, dtype=np.uint64)
-    return int(state[0]) & _MASK63
+    return int(seed_sequence(seed, stage).generate_state(2, dtype=np.uint64)[0]) & _MASK63
+
+
+def substage(stage: str, **labels) -> str:
+    """The stage of one item of a sweep, e.g. ``substage("test", alpha=0.3) == "test/alpha=0.3"``.
+
+    Each α of a sweep, each task group, ... then draws from its own stream, so its result does not
+    depend on the other items of the list it sits in.
+    """
+    return "/".join([check_text("stage", stage)] + [f"{k}={v}" for k, v in labels.items()])
+
+
+def generators_for(seeds, stage: str):
+    """One generator for an ``int`` seed (a single model), else one per seed (a seed-batched model)."""
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+        return torch_generator(seeds, stage)
+    return torch_generators(seeds, stage)
+
+
+_TEMPLATE: np.ndarray | None = None
+_PCG = np.random.PCG64(0)  # its state is overwritten before every use (under its lock)
+
+
+def _template() -> np.ndarray:
+    """A valid CPU generator state (bytes), whose header and twister words :func:`torch_generator` overwrites."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        raw = torch.Generator().manual_seed(1).get_state().numpy().copy()
+        words = raw[_MT_OFFSET : _MT_OFFSET + 8 * _MT_WORDS].view(np.uint64)
+        if int(raw[:8].view(np.uint64)[0]) != 1 or int(words[0]) != 1 or int(words[1]) != 1812433254:
+            raise RuntimeError("unexpected layout of torch.Generator().get_state(); update mambaicl.seeding")
+        _TEMPLATE = raw
+    return _TEMPLATE
+
+
+def _mt_words(seq: np.random.SeedSequence) -> tuple[int, np.ndarray]:
+    """An initial-seed summary and the 624 twister words ``(624,) uint32`` of stream ``seq``.
+
+    ``seq.generate_state(8)`` gives 512 bits; words 4-7 (disjoint from the 4 that seed
+    :func:`numpy_generator`'s PCG64) set a PCG64 state of 128 + 127 bits whose first 312 outputs are
+    the 624 words (``generate_state(624)`` itself costs 4x more; the tests draw from 200,000 streams).
+    """
+    w = [int(x) for x in seq.generate_state(8, dtype=np.uint64)]
+    with _PCG.lock:
+        _PCG.state = {"bit_generator": "PCG64", "has_uint32": 0, "uinteger": 0,
+                      "state": {"state": (w[4] << 64) | w[5], "inc": (w[6] << 64) | w[7] | 1}}
+        words = _PCG.random_raw(_MT_WORDS // 2).view(np.uint32)
+    return w[4] & _MASK63, words
+
+
+def _mt_state(seq: np.random.SeedSequence) -> torch.Tensor:
+    """The byte state of a CPU generator whose 624 twister words come from ``seq``."""
+    state = _template().copy()
+    initial, words = _mt_words(seq)
+    state[:8].view(np.uint64)[0] = initial  # initial_seed(): informative only
+    state[8:16].view(np.int32)[:] = (1, 1)  # left = 1 (twist before the first draw, as after manual_seed), seeded
+    state[16:24].view(np.uint64)[0] = 0  # next
+    state[_MT_OFFSET : _MT_OFFSET + 8 * _MT_WORDS].view(np.uint64)[:] = words
+    return torch.from_numpy(state)
 
 
 def torch_generator(seed: int, stage: str, device: str | torch.device = "cpu") -> torch.Generator:
-    """A ``torch.Generator`` on ``device`` seeded with :func:`stream_seed`."""
-    return torch.Generator(device=device).manual_seed(stream_seed(seed, stage))
+    """A ``torch.Generator`` on ``device`` for stream ``(seed, stage)``.
+
+    On the CPU its whole Mersenne Twister state comes from :func:`seed_sequence`; on other devices
+    (Philox, 64-bit seed) it is seeded with :func:`stream_seed`.
+    """
+    g = torch.Generator(device=device)
+    if g.device.type != "cpu":
+        return g.manual_seed(stream_seed(seed, stage))
+    g.set_state(_mt_state(seed_sequence(seed, stage)))
+    return g
 
 
 def torch_generators(seeds, stage: str) -> list[torch.Generator]:
     """One CPU generator per seed for ``stage``: the streams of a seed-batched run."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds must be a non-empty sequence of non-negative integers")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct; got {seeds}")
-    return [torch_generator(s, stage) for s in seeds]
+    return [torch_generator(s, stage) for s in check_seeds("seeds", seeds)]
 
 
 def numpy_generator(seed: int, stage: str) -> np.random.Generator:
-    """A NumPy ``Generator`` (PCG64) for ``(seed, stage)``, for code that draws with NumPy."""
-    return np.random.Generator(np.random.PCG64(stream_seed(seed, stage)))
+    """A NumPy ``Generator`` (PCG64, 128-bit state) for ``(seed, stage)``, for code that draws with NumPy."""
+    return np.random.Generator(np.random.PCG64(seed_sequence(seed, stage)))

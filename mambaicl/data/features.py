@@ -88,7 +88,7 @@ def probe_accuracy(X_tr: torch.Tensor, s_tr: torch.Tensor, X_te: torch.Tensor, s
 
     Scored with the book's one 0-1 error (:func:`mambaicl.evaluate.zero_one_error`: a zero margin is wrong).
     """
-    from ..evaluate import zero_one_error  # the metric lives downstream of the data modules
+    from ..metric import zero_one_error
 
     w = linear_probe(X_tr, s_tr, l2)
     margin = X_te.double() @ w[:-1] + w[-1]  # (n_te,)

@@ -35,7 +35,7 @@ from dataclasses import fields
 import torch
 
 from ..config import TestConfig, check_int
-from ..evaluate import zero_one_error
+from ..metric import zero_one_error
 from ..seeding import torch_generators
 from .patterns import Patterns
 from .prompts import Prompts, materialize, test_prompts

@@ -19,11 +19,12 @@ compute the same numbers with the same code.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any
 
 import torch
 
-from ..config import Config, check_seeds, jsonable
+from ..config import Config, ConfigError, check_seeds, jsonable, text
 from ..io import json_text
 
 __all__ = ["Preset", "Result", "internal", "resolve_seeds", "resolve_device"]
@@ -34,7 +35,7 @@ class Preset(Config):
     """Base of every experiment's presets: its ``name``, the key under which ``PRESETS`` holds it.
     Subclasses declare their settings with the validator kit of :mod:`mambaicl.config`."""
 
-    name: str
+    name: str = text()
 
 
 def internal(default=None):
@@ -61,12 +62,17 @@ class Result:
 
 
 def resolve_seeds(seeds) -> tuple:
-    """``seeds`` as a validated tuple (an ``int`` means one seed)."""
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
+    """``seeds`` as a validated tuple (an ``int`` means one seed); checked by :func:`mambaicl.config.check_seeds`."""
+    if isinstance(seeds, numbers.Integral) and not isinstance(seeds, bool):
         seeds = (seeds,)
     return check_seeds("seeds", seeds)
 
 
 def resolve_device(device) -> torch.device:
     """``device`` as a ``torch.device`` (default CPU; pass ``mambaicl.default_device()`` for a GPU)."""
-    return torch.device(device if device is not None else "cpu")
+    if device is None:
+        return torch.device("cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device must be a torch device or its name (cpu, cuda, ...); got {device!r}") from None

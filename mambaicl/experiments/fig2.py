@@ -265,7 +265,7 @@ def group_errors(stack, pat: Patterns, test: TestConfig, seeds, n: int, stage: s
 
     Returns ``{group: [error of seed s]}``, ``n`` prompts per group and seed, from the streams ``(s, stage)``.
     """
-    return errors_by_task_group(stack, pat, test, n, torch_generators(resolve_seeds(seeds), stage))
+    return errors_by_task_group(stack, pat, test, n, resolve_seeds(seeds), stage)
 
 
 def attention_by_distance(stack, mu: torch.Tensor) -> torch.Tensor:

@@ -299,7 +299,7 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
         first_pr = first_pr or pr
         reports.append(mechanism_report(r.model, pr, J=preset.J))
         if preset.n_group:
-            rep = group_report(r.model, r.patterns, test, preset.n_group, torch_generator(s, "test/groups"))
+            rep = group_report(r.model, r.patterns, test, preset.n_group, s, "test/groups")
             for g, v in rep.items():
                 groups.setdefault(g, []).append(v["error"])
                 for k in ("same", "other"):

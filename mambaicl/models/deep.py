@@ -47,7 +47,6 @@ from .defaults import DEEP_DEFAULTS, check_delta
 from .gated_attention import check_prompt, gate_from_logits
 from .kernels import causal_mask, causal_scores, heads_keys_queries
 from .mamba1 import MAMBA1_SCANS, Mamba1Block
-from .scan import paper_scan_terms  # noqa: F401  (re-exported: tests/test_mechanism.py reads it here)
 from .scan import selective_scan_heads, selective_scan_heads_chunked, selective_scan_heads_factored
 
 __all__ = [
