@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from mambaicl.seeding import torch_generator
 from mambaicl.analysis.corollaries import (
     SumRecorder,
     attention_sums,
@@ -243,17 +244,14 @@ def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group()
     data, pat, test, _ = small_setup()
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
     fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=30, batch_size=32, lr=0.3, progress=False)
-    rep = group_report(model, pat, test, 40, torch.Generator().manual_seed(9))
-    ref = errors_by_task_group(model, pat, test, 40, torch.Generator().manual_seed(9))
+    rep = group_report(model, pat, test, 40, 9, "g")
+    ref = errors_by_task_group(model, pat, test, 40, 9, "g")
     assert {g: v["error"] for g, v in rep.items()} == ref
     # the training group's sums, recomputed from its own prompts with a loop over examples
     tasks = all_tasks(data.M1)
     names = task_groups(tasks, data.M1)
-    g = torch.Generator().manual_seed(9)
-    for name in sorted(set(names)):  # the same draws, group after group
-        pr = draw_test_prompts(pat, test, tasks[torch.tensor([n == name for n in names])], 40, g)
-        if name == "training":
-            break
+    pr = draw_test_prompts(pat, test, tasks[torch.tensor([n == "training" for n in names])], 40,
+                           torch_generator(9, "g/group=training"))  # the training group's own stream
     att = model.attention(pr.P).detach()
     same = [sum(float(att[b, i]) for i in range(att.shape[1] - 1) if pr.relevant[b, i] == pr.relevant[b, -1])
             for b in range(40)]
