@@ -29,8 +29,8 @@ One spelling of each hyperparameter holds across the package: ``lr``, ``batch_si
 Eq. (3)) and ``"mamba"``, ``"linear"``, ``"softmax"``, ``"mamba1"`` (deep stacks).
 
 **The validator kit.** Every configuration in the package validates its fields on creation
-with the ``check_*`` functions below, which raise a :class:`ConfigError` (a ``ValueError``) naming the field and the
-allowed range, for out-of-range and non-numeric values alike; nothing is clipped silently.
+with the ``check_*`` functions of :mod:`mambaicl.checks` (re-exported here), which raise a
+:class:`ConfigError` (a ``ValueError``) naming the field and the allowed range, for out-of-range and non-numeric values alike; nothing is clipped silently.
 Configurations declare each field's range with :func:`integer`, :func:`real`, :func:`choice`,
 :func:`flag` or :func:`reals` and inherit :class:`Config`, which runs the checks.
 """
@@ -38,9 +38,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
-from typing import Iterable
+
+from .checks import (  # noqa: F401  (the kit, re-exported)
+    ConfigError, check_int, check_real, check_choice, check_bool, check_reals, check_ints, check_choices,
+    check_instance, check_seed, check_text, check_seeds,
+)
 
 __all__ = [
     "ConfigError",
@@ -75,15 +78,24 @@ __all__ = [
     "DEEP_KINDS",
     "RULES",
     "PLACEMENTS",
+    "RULE_LABELS",
+    "PLACEMENT_LABELS",
     "OPTIMIZERS",
     "LOSSES",
     "V_PRIME_SECTION_4_1",
     "to_dict",
     "jsonable",
+    "SYNTHETIC_DATA",
+    "SYNTHETIC_TEST",
+    "SYNTHETIC_LR",
+    "synthetic_trains",
 ]
 
 RULES = ("A", "B", "C")  # §4.1: (A) flipped, (B) one targeted label, (C) random
 PLACEMENTS = ("R", "FQ", "CQ")  # §4.2: outliers at random (R) / farthest from (FQ) / closest to (CQ) the query
+#: the display labels of the rules and placements (accepted as input aliases; :mod:`mambaicl.data.vocabulary`)
+RULE_LABELS = {"A": "flipped", "B": "targeted", "C": "random"}
+PLACEMENT_LABELS = {"R": "random", "FQ": "far", "CQ": "close"}
 OPTIMIZERS = ("sgd", "adam")
 ONE_LAYER_KINDS = ("mamba", "mamba_merged", "linear")  # Eq. (3); "linear" is G = 1 (Section 3.4)
 DEEP_KINDS = ("mamba", "linear", "softmax", "mamba1")  # residual stacks (§4, App. 8)
@@ -92,118 +104,7 @@ LOSSES = ("hinge", "logistic", "squared")
 V_PRIME_SECTION_4_1 = ((0.7, 0.6, -0.4), (0.4, 0.7, -0.6), (-0.7, 0.5, 0.5))
 
 
-# ---------------------------------------------------------------- the validator kit
-
-
-class ConfigError(ValueError):
-    """An invalid parameter: the message names the field and the allowed values or range.
-
-    A subclass of ``ValueError``, so ``except ValueError`` still catches it; the CLI catches *only*
-    this (with ``FileNotFoundError`` and ``PermissionError``) as bad input.
-    """
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def check_int(name: str, value, low: int | None = None, high: int | None = None) -> int:
-    """``value`` as an ``int`` in ``[low, high]``; else a ``ValueError`` naming ``name`` and the range."""
-    if not _is_int(value) or (low is not None and value < low) or (high is not None and value > high):
-        lo = "-inf" if low is None else low
-        hi = "inf" if high is None else high
-        raise ConfigError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
-    return int(value)
-
-
-def check_real(name: str, value, low: float = -math.inf, high: float = math.inf,
-               low_open: bool = False, high_open: bool = False) -> float:
-    """``value`` as a finite ``float`` in the interval; else a ``ValueError`` naming ``name`` and the interval."""
-    ok = _is_real(value) and math.isfinite(float(value))
-    if ok:
-        v = float(value)
-        ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
-    if not ok:
-        lb, hb = ("(" if low_open else "["), (")" if high_open else "]")
-        raise ConfigError(f"{name} must be a real number in {lb}{low}, {high}{hb}; got {value!r}")
-    return float(value)
-
-
-def check_choice(name: str, value, choices: Iterable) -> object:
-    """``value`` if it is one of ``choices``; else a ``ValueError`` listing them."""
-    choices = tuple(choices)
-    try:
-        ok = value in choices
-    except TypeError:  # unhashable value
-        ok = False
-    if not ok:
-        raise ConfigError(f"{name} must be one of {choices}; got {value!r}")
-    return value
-
-
-def check_bool(name: str, value) -> bool:
-    """``value`` if it is a ``bool``; else a ``ValueError``."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"{name} must be True or False; got {value!r}")
-    return value
-
-
-def _sequence(name: str, values, what: str, min_len: int) -> tuple:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ConfigError(f"{name} must be a sequence of {what}; got {values!r}")
-    values = tuple(values)
-    if len(values) < min_len:
-        raise ConfigError(f"{name} must hold at least {min_len} value(s); got {values!r}")
-    return values
-
-
-def _order(name: str, values: tuple, distinct: bool, increasing: bool) -> None:
-    if distinct and len(set(values)) != len(values):
-        raise ConfigError(f"{name} must be distinct; got {values!r}")
-    if increasing and list(values) != sorted(set(values)):
-        raise ConfigError(f"{name} must be increasing; got {values!r}")
-
-
-def check_reals(name: str, values, low: float = -math.inf, high: float = math.inf,
-                low_open: bool = False, high_open: bool = False, min_len: int = 1, distinct: bool = False,
-                increasing: bool = False) -> tuple:
-    """A tuple of reals, each in the interval (see :func:`check_real`), optionally distinct / increasing."""
-    values = _sequence(name, values, "real numbers", min_len)
-    for i, v in enumerate(values):
-        check_real(f"{name}[{i}]", v, low, high, low_open, high_open)
-    _order(name, values, distinct, increasing)
-    return tuple(float(v) for v in values)
-
-
-def check_ints(name: str, values, low: int | None = None, high: int | None = None, min_len: int = 1,
-               distinct: bool = False, increasing: bool = False) -> tuple:
-    """A tuple of integers, each in ``[low, high]`` (see :func:`check_int`), optionally distinct / increasing."""
-    values = _sequence(name, values, "integers", min_len)
-    for i, v in enumerate(values):
-        check_int(f"{name}[{i}]", v, low, high)
-    _order(name, values, distinct, increasing)
-    return tuple(int(v) for v in values)
-
-
-def check_choices(name: str, values, options, min_len: int = 1, distinct: bool = True) -> tuple:
-    """A tuple of values, each one of ``options`` (see :func:`check_choice`), distinct by default."""
-    values = _sequence(name, values, f"values among {tuple(options)}", min_len)
-    for i, v in enumerate(values):
-        check_choice(f"{name}[{i}]", v, options)
-    _order(name, values, distinct, False)
-    return values
-
-
-def check_instance(name: str, value, cls, optional: bool = False):
-    """``value`` if it is an instance of ``cls`` (or ``None`` when ``optional``); else a ``ValueError``."""
-    if (value is None and optional) or isinstance(value, cls):
-        return value
-    raise ConfigError(f"{name} must be {'None or ' if optional else ''}a {cls.__name__}; got {value!r}")
-
+# ---------------------------------------------------------------- the validator kit (mambaicl.checks)
 
 def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: str | None = None) -> dict:
     """A mapping of model kinds to :class:`TrainConfig` (every kind of ``kinds`` when given), each with
@@ -219,34 +120,6 @@ def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: s
         if loss is not None and tr.loss != loss:
             raise ConfigError(f"{name}[{k!r}].loss must be {loss!r}; got {tr.loss!r}")
     return train
-
-
-def check_seed(name: str, seed) -> int:
-    """One seed: a non-negative integer (the one rule every seed of the package is checked by)."""
-    if not _is_int(seed) or seed < 0:
-        raise ConfigError(f"{name} must be a non-negative integer; got {seed!r}")
-    return int(seed)
-
-
-def check_text(name: str, value) -> str:
-    """A non-empty string (a name: a preset's, a stage's)."""
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{name} must be a non-empty string; got {value!r}")
-    return value
-
-
-def check_seeds(name: str, seeds) -> tuple:
-    """A non-empty tuple of distinct non-negative integer seeds (each checked by :func:`check_seed`)."""
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
-        raise ConfigError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
-    seeds = tuple(seeds)
-    if not seeds:
-        raise ConfigError(f"{name} must hold at least one seed")
-    for i, s in enumerate(seeds):
-        check_seed(f"{name}[{i}]", s)
-    if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"{name} must be distinct; got {seeds!r}")
-    return tuple(int(s) for s in seeds)
 
 
 # ---------------------------------------------------------------- declarative fields
@@ -379,12 +252,14 @@ class TestConfig(Config):
     kappa_a_prime: float = real(2.0, 0.0, low_open=True)
     K_prime: float = real(1.5, 1.0, low_open=True)  # Eq. (5): K' > 1
     rule: str = choice("A", RULES)
-    placement: str = choice("random", PLACEMENTS + ("random", "far", "close"))  # or a label: data.vocabulary
+    placement: str = choice("R", PLACEMENTS + tuple(PLACEMENT_LABELS.values()))  # a label is stored as its letter
     target_label: int = choice(1, (1, -1))
     v_coeffs: tuple = V_PRIME_SECTION_4_1
     L: float = real(0.3, 0.0, low_open=True)
 
     def _check(self) -> None:
+        letter = {v: k for k, v in PLACEMENT_LABELS.items()}.get(self.placement, self.placement)
+        object.__setattr__(self, "placement", letter)  # the alias is mapped once, here
         rows = self.v_coeffs
         if not isinstance(rows, tuple) or len(rows) == 0 or not all(isinstance(r, tuple) and r for r in rows):
             raise ConfigError(f"v_coeffs must be a non-empty tuple of non-empty tuples of reals; got {rows!r}")

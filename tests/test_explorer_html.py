@@ -24,16 +24,16 @@ def setup():
     torch.set_num_threads(1)
     data = DataConfig(d=16, M1=4, M2=4, V=3, l_tr=8)
     pat = make_patterns(data, torch.Generator().manual_seed(0))
-    test = TestConfig(l_ts=8, alpha=0.3, kappa_a_prime=4.0, placement="random")
+    test = TestConfig(l_ts=8, alpha=0.3, kappa_a_prime=4.0, placement="R")
     model = OneLayerMamba(data.d, 2 * data.l_tr + 1, generator=torch.Generator().manual_seed(0)).double()
     return model, pat, test, all_tasks(data.M1)
 
 
 def test_frame_grid_contains_the_default_frame(setup):
     model, pat, test, tasks = setup
-    grid = frame_grid(model, pat, test, tasks, alphas=(0.0,), kappas=(1.0,), placements=("far",), n=4, dpi=40)
+    grid = frame_grid(model, pat, test, tasks, alphas=(0.0,), kappas=(1.0,), placements=("FQ",), n=4, dpi=40)
     assert grid["alpha"] == (0.0, 0.3) and grid["kappa_a_prime"] == (1.0, 4.0)
-    assert grid["placement"] == ("random", "far")  # the test's own placement is added, first
+    assert grid["placement"] == ("R", "FQ")  # the test's own placement is added, first
     assert len(grid["frames"]) == 8
     pngs = list(grid["frames"].values())
     assert all(p.startswith(b"\x89PNG") for p in pngs)
@@ -44,7 +44,7 @@ def test_frame_grid_contains_the_default_frame(setup):
 
 def test_html_snippet_is_self_contained(setup):
     model, pat, test, tasks = setup
-    snippet = html_explorer(model, pat, test, tasks, alphas=(0.0, 0.6), kappas=(1.0,), placements=("random", "close"),
+    snippet = html_explorer(model, pat, test, tasks, alphas=(0.0, 0.6), kappas=(1.0,), placements=("R", "CQ"),
                             n=4, dpi=40)
     assert "http" not in snippet and "require(" not in snippet, "no network, no widget library"
     assert len(re.findall(r'<input type="range" data-axis="(alpha|kappa_a_prime)"', snippet)) == 2
@@ -63,6 +63,6 @@ def test_html_snippet_is_self_contained(setup):
     first = re.search(r'<img class="mx-frame"[^>]*src="data:image/png;base64,([^"]+)"', snippet).group(1)
     assert first == payload["frames"][start]
     # deterministic: the same model and setting give the same snippet (stored outputs stay stable)
-    again = html_explorer(model, pat, test, tasks, alphas=(0.0, 0.6), kappas=(1.0,), placements=("random", "close"),
+    again = html_explorer(model, pat, test, tasks, alphas=(0.0, 0.6), kappas=(1.0,), placements=("R", "CQ"),
                           n=4, dpi=40)
     assert again == snippet

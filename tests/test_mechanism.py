@@ -34,7 +34,7 @@ def one_thread():
     torch.set_num_threads(previous)
 
 
-def small_setup(alpha=0.3, placement="random", n=16, seed=0):
+def small_setup(alpha=0.3, placement="R", n=16, seed=0):
     data = dataclasses.replace(FIG2.data, p_a=0.4)
     pat = make_patterns(data, torch.Generator().manual_seed(0))
     test = dataclasses.replace(FIG2.test, alpha=alpha, placement=placement)
@@ -121,9 +121,9 @@ def test_placement_cost_moves_the_first_clean_example_away_under_cq():
     model = build_model("mamba", 30, n_layers=1, d_model=40, generator=torch.Generator().manual_seed(0)).double()
     cost = placement_cost(model, pat, test, all_tasks(data.M1), n=64, seed=0)
     assert all(0 <= c["error"] <= 1 for c in cost.values())
-    assert set(cost) == {"far", "random", "close"}
-    assert cost["far"]["first_clean_distance"] == 1.0
-    assert cost["close"]["first_clean_distance"] > cost["random"]["first_clean_distance"]
+    assert set(cost) == {"FQ", "R", "CQ"}
+    assert cost["FQ"]["first_clean_distance"] == 1.0
+    assert cost["CQ"]["first_clean_distance"] > cost["R"]["first_clean_distance"]
 
 
 def test_patterns_cast():
@@ -173,7 +173,7 @@ def test_explorer_static_frame_and_widget():
     assert len(fig.axes) == 2
     assert defaults(test)["alpha"] == test.alpha
     widget = make_explorer(model, pat, test, all_tasks(data.M1))
-    widget.children[1].children[0].value = "close"  # placement dropdown: redraws without error
+    widget.children[1].children[0].value = "CQ"  # placement dropdown: redraws without error
     with pytest.raises(ValueError, match="index"):
         static_explorer(model, pat, test, all_tasks(data.M1), index=99)
 
@@ -215,7 +215,7 @@ def test_run_reports_every_layer_group_and_placement_and_is_byte_identical():
     res = run(preset, seeds=(0, 1), progress=False)
     assert len(res.layers) == 3 and len(res.test_error) == 2
     assert set(res.errors_by_group) == {"training", "reversed", "distance 2", "distance 3"}
-    assert set(res.placement) == {"far", "random", "close"} and len(res.placement["far"]["error"]) == 2
+    assert set(res.placement) == {"FQ", "R", "CQ"} and len(res.placement["FQ"]["error"]) == 2
     assert res.sums["steps"][0] == 0 and len(res.sums["same"][0]) == len(res.sums["steps"])
     steps, mean, se = res.sum_curve(2, "same")
     assert len(steps) == len(mean) == len(se)

@@ -166,7 +166,7 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
                    seed: int, layer: int = 0) -> dict[str, dict[str, float]]:
     """Error and gate mass when the outliers are placed far from / randomly / close to the query.
 
-    For each placement (``"far"`` = FQ, ``"random"`` = R, ``"close"`` = CQ) the same ``n``
+    For each placement (FQ, R, CQ; :data:`mambaicl.config.PLACEMENTS`) the same ``n``
     prompts' draws (the stream ``(seed, "test/placement")``) are used, so only the order of the
     examples differs.
 
@@ -176,7 +176,7 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
         median ``G_{h(1)}`` and mean distance of ``h(1)`` from the query (1 = adjacent).
     """
     out = {}
-    for placement in ("far", "random", "close"):
+    for placement in ("FQ", "R", "CQ"):
         pr = test_prompts(pat, dataclasses.replace(test, placement=placement), tasks, n,
                           torch_generator(seed, "test/placement"))
         F = predict(model, pr.P)

@@ -18,12 +18,10 @@ as aliases and mapped to their letter once, where a rule or placement enters (:f
 """
 from __future__ import annotations
 
-from ..config import PLACEMENTS, RULES, check_choice
+from ..config import PLACEMENT_LABELS, PLACEMENTS, RULE_LABELS, RULES, check_choice
 
 __all__ = ["RULES", "PLACEMENTS", "RULE_LABELS", "PLACEMENT_LABELS", "LABELS", "rule_id", "placement_id"]
 
-RULE_LABELS = {"A": "flipped", "B": "targeted", "C": "random"}
-PLACEMENT_LABELS = {"R": "random", "FQ": "far", "CQ": "close"}
 #: every display label, by kind
 LABELS = {"rule": RULE_LABELS, "placement": PLACEMENT_LABELS}
 

@@ -228,7 +228,7 @@ class MechanismResult(Result):
     final_train_loss: list  # per seed
     errors_by_group: dict  # {task group: [per seed]} on n_group prompts per group ({} if n_group = 0)
     group_sums: dict  # {task group: {"same": [seed][layer], "other": [seed][layer]}} on the same prompts
-    placement: dict  # {"far"/"random"/"close": {quantity: [per seed]}} ({} if n_placement = 0)
+    placement: dict  # {"FQ"/"R"/"CQ": {quantity: [per seed]}} ({} if n_placement = 0)
     runs: list = internal()  # [SeedRun] in seeds order
     reports: list = internal()  # [[LayerReport per layer] per seed]
     prompts: object = internal()  # the first seed's prompts of the Corollary 1-2 report (for figures)

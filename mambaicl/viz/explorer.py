@@ -5,7 +5,7 @@ Glossary (code name -> paper symbol):
 =================  ==============================================================
 ``alpha``          fraction of test examples with an outlier, Eq. (5)
 ``kappa_a_prime``  test outlier magnitude ``kappa_a'``, Eq. (5)
-``placement``      where the outliers sit: ``"random"`` (R), ``"far"`` (FQ), ``"close"`` (CQ)
+``placement``      where the outliers sit: ``"R"`` (random), ``"FQ"`` (far from the query), ``"CQ"`` (close to it)
 ``index``          which of the ``n`` drawn test prompts is shown (0-based; shown from 1)
 =================  ==============================================================
 
@@ -41,8 +41,8 @@ __all__ = ["defaults", "draw", "static_explorer", "make_explorer", "frame_grid",
 #: The grid of the kernel-free explorer (the test setting's own values are added to it).
 GRID_ALPHAS = (0.0, 0.3, 0.6, 0.8)
 GRID_KAPPAS = (0.5, 2.0)
-PLACEMENTS = ("random", "far", "close")
-PLACEMENT_NAMES = {"random": "random (R)", "far": "far from the query (FQ)", "close": "close to the query (CQ)"}
+PLACEMENTS = ("R", "FQ", "CQ")
+PLACEMENT_NAMES = {"R": "random (R)", "FQ": "far from the query (FQ)", "CQ": "close to the query (CQ)"}
 
 
 def defaults(test: TestConfig) -> dict:
@@ -121,7 +121,7 @@ def make_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *
         "alpha": W.FloatSlider(value=d["alpha"], min=0.0, max=0.9, step=0.05, description="alpha"),
         "kappa_a_prime": W.FloatSlider(value=d["kappa_a_prime"], min=0.5, max=12.0, step=0.25,
                                        description="kappa_a'"),
-        "placement": W.Dropdown(options=["random", "far", "close"], value=d["placement"], description="placement"),
+        "placement": W.Dropdown(options=[(PLACEMENT_NAMES[p], p) for p in PLACEMENTS], value=d["placement"], description="placement"),
         "index": W.IntSlider(value=d["index"] + 1, min=1, max=n, description="prompt"),  # shown from 1
     }
     out = W.Output()

@@ -36,7 +36,7 @@ __all__ = ["plot_sums", "plot_gate_example", "plot_rank", "plot_group_errors", "
 #: task groups in the order the figures show them (training tasks first, then farther from them)
 GROUP_ORDER = ("training", "reversed", "distance 2", "distance 3")
 #: the paper's names of the outlier placements (§4.2)
-PLACEMENT_LABELS = {"far": "FQ (far from query)", "random": "R (random)", "close": "CQ (close to query)"}
+PLACEMENT_LABELS = {"FQ": "FQ (far from query)", "R": "R (random)", "CQ": "CQ (close to query)"}
 
 
 def mean_se_text(values: Sequence[float], digits: int = 3, n_prompts: int | None = None, seeds: bool = True,
@@ -121,7 +121,7 @@ def plot_placements(ax, results: dict, keys: dict | None = None) -> None:
     """Test error with the outliers far from (FQ), random (R) and close to (CQ) the query, mean +- 1 SE."""
     labels = list(results)
     width = 0.8 / len(labels)
-    order = ("far", "random", "close")
+    order = ("FQ", "R", "CQ")
     x = np.arange(len(order))
     for k, label in enumerate(labels):
         res = results[label]
