@@ -5,8 +5,7 @@
 * ``unit``: every other test under ``tests/``;
 * ``slow``: an integration test that would push the unit run over its one-minute budget on two
   cores (such a test is not ``unit``): set with ``@pytest.mark.slow`` or listed in :data:`SLOW`
-  with the reason (CPU seconds estimated from a unit run on the branch h15-policy, 2026-12-02;
-  re-measure after the training engine of issue 15 lands).
+  with the reason (CPU seconds measured in a unit run, 2026-12-02).
 
 ``pytest -m unit`` runs the unit tests only: when the marker expression cannot select a ``book``
 item, the book folder and the notebooks are not even collected (no kernel starts). The README's
@@ -22,7 +21,6 @@ ROOT = Path(__file__).resolve().parent
 BOOK = ROOT / "book"
 BOOK_TESTS = {"test_book.py", "test_build_execute.py", "test_exec_stats.py", "test_exercises.py", "test_site.py"}
 SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest` and `pytest -m slow`
-    "tests/test_train.py::test_batched_seeds_equal_separate_runs": "12 trainings of 300 float64 steps (~160 s CPU)",
     "tests/test_dynamics.py::test_a_slot_of_a_batched_sweep_equals_its_separate_run": "a sweep run twice (~25 s CPU)",
     "tests/test_dynamics.py::test_run_is_byte_identical_and_the_cli_writes_it": "the tiny preset run twice (~22 s CPU)",
     "tests/test_fig2_cli.py::test_fig2_five_seeds_reevaluate_independently": "the full fig2 preset (~22 s CPU)",

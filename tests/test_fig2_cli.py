@@ -2,6 +2,7 @@
 batched, clear one-line errors, and the saved models re-evaluated by an independent NumPy implementation of
 Eq. (3) on independently drawn Definition 2 prompts."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -138,9 +139,11 @@ def _models(art, s):
             "mamba_merged": (mg["W"].numpy(), mg["w"].numpy())}
 
 
-def test_fig2_five_seeds_reevaluate_independently_within_two_points(tmp_path):
+def test_fig2_five_seeds_reevaluate_independently_within_sampling_noise(tmp_path):
     """The book's fig2 run: every seed's saved models, re-evaluated with NumPy on fresh Definition 2 prompts
-    (zF <= 0 counted as an error), reproduce the reported error within 2 points."""
+    (zF <= 0 counted as an error), reproduce the reported error within 4 standard errors of the difference
+    of two independent 4000-prompt estimates, sqrt(2 p (1 - p) / 4000) (90 comparisons: a family-wise false
+    alarm rate below 1 %; a fixed 2 points is 1.8 SE at p = 1/2 and fails by chance)."""
     r = cli("fig2", "--out", tmp_path, "--seeds", 0, 1, 2, 3, 4, "--quiet")
     assert r.returncode == 0
     res = json.loads((tmp_path / "results.json").read_text())
@@ -154,4 +157,6 @@ def test_fig2_five_seeds_reevaluate_independently_within_two_points(tmp_path):
                     alpha = res["alphas"][i]
                     P, z = numpy_prompts(art["patterns"], art["config"], alpha, rule, 4000, rng)
                     mine = float(np.mean(z * numpy_F(P, M, w) <= 0))
-                    assert abs(mine - res["errors_per_seed"][key][rule][s][i]) <= 0.02, (key, s, rule, alpha)
+                    p = res["errors_per_seed"][key][rule][s][i]
+                    tol = 4 * math.sqrt(2 * max(p * (1 - p), 1e-3) / 4000)
+                    assert abs(mine - p) <= tol, (key, s, rule, alpha, mine, p, tol)
