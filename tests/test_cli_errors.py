@@ -73,13 +73,8 @@ def test_internal_errors_are_not_caught(exc, tmp_path, monkeypatch):
     assert not (tmp_path / "o" / "results.json").exists()
 
 
-#: the dynamics preset's results differ in the 15th-16th significant digit of 11 numbers (Lemma 4's 1 - p_a rates)
-#: between 1 and 2 threads since the engine landed: a reduction whose order depends on the thread count, not yet found
-_THREAD_GAP = pytest.mark.xfail(reason="dynamics: last-digit differences at 1 vs 2 threads (known, issue 15)", strict=False)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_THREAD_GAP) if n == "dynamics" else n for n in TINY])
+@pytest.mark.parametrize("name", list(TINY))
 def test_tiny_presets_give_the_same_bytes_on_one_and_two_threads(name, tmp_path):
     """Every `tiny` preset through the CLI with --threads 1 and --threads 2: identical results.json bytes."""
     procs = {}

@@ -136,8 +136,10 @@ def stack_probes(stack, pat: Patterns, pr: Prompts) -> dict:
     if not stack.gated:
         return out
     w = stack.w.to(mu.dtype)  # (S, d+1)
-    out["w_v"] = (pad(pat.v, w.shape[1]) @ w.T).mean(0)  # (S,)
-    out["w_mu"] = (pad(mu, w.shape[1]) @ w.T).mean(0)
+    # elementwise products summed in a fixed order, not a matmul: a BLAS kernel's blocking (and so its
+    # rounding) may depend on the thread count, and results must not
+    out["w_v"] = (pad(pat.v, w.shape[1])[None] * w[:, None]).sum(-1).mean(-1)  # (S,)
+    out["w_mu"] = (pad(mu, w.shape[1])[None] * w[:, None]).sum(-1).mean(-1)
     logits = stack.logits(pr)  # (S, n, l+1)
     l = pr.l
     ctx = logits[..., :l]
