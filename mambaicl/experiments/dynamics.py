@@ -49,7 +49,9 @@ import torch
 from torch import nn
 
 from ..analysis.curves import count, eq13_from, exponent_fit, interval, lemma_rates
+from ..analysis.dynamics_counts import epsilon_count, initial_margin, theorem_conditions
 from ..analysis.lemmas import stack_probes
+from ..analysis.verdicts import FIG2_EPSILON
 from ..analysis.stats import mean_se
 from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_int, check_real, check_reals,
                       instance, integer, integers, real, reals, to_dict)
@@ -94,6 +96,7 @@ class DynamicsPreset(Preset):
     dense_until: int = integer(40, 1)
     grid_ratio: float = real(1.06, 1.0, low_open=True)
     epsilon: float = real(0.25, 0.0, 1.0, low_open=True, high_open=True)
+    absolute_epsilon: float = real(FIG2_EPSILON, 0.0, 1.0, low_open=True, high_open=True)
     early_min: int = integer(3, 1)
     check_delta: float | None = 0.05
     pattern_seed: int = integer(0, 0)
@@ -173,25 +176,6 @@ def record_steps(steps: int, dense_until: int, ratio: float) -> list:
     return out
 
 
-def theorem_conditions(setting: Setting, batch_size: int, epsilon: float) -> dict:
-    """Theorem 1's (Mamba) or Theorem 3's (linear Transformer) conditions with every hidden constant set to 1.
-
-    Returns ``name -> margin``: the ratio of the two sides, ``>= 1`` when the condition holds with
-    constant 1. ``p_a^-1 poly(M1^kappa_a) >~ l_tr`` is left out (the paper does not give the degree).
-    """
-    d, eps = setting.data, epsilon
-    log_e = math.log(1 / eps)
-    out = {"B >~ eps^-2 log(1/eps)": batch_size / (eps ** -2 * log_e),
-           "B >~ M1 (1-p_a)^-1 log(1/eps)": batch_size / (d.M1 / (1 - d.p_a) * log_e),
-           "kappa_a <~ V beta (1-p_a) / (p_a eps)": d.V * d.beta * (1 - d.p_a) / (d.p_a * eps) / d.kappa_a,
-           "l_tr >~ (1-p_a)^-1 log M1": d.l_tr / (math.log(d.M1) / (1 - d.p_a))}
-    if setting.kind == "mamba":
-        out["B >~ beta^-4 V^2 kappa_a^-2 (1-p_a)^-2 log(1/eps)"] = batch_size / (
-            d.beta ** -4 * d.V ** 2 * d.kappa_a ** -2 * (1 - d.p_a) ** -2 * log_e)
-        out["kappa_a >~ V beta^-4"] = d.kappa_a / (d.V * d.beta ** -4)
-    return out
-
-
 # ---------------------------------------------------------------- seed stacks of several settings
 
 
@@ -266,10 +250,11 @@ def _by_setting(runs: list) -> dict:
     return out
 
 
-def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict) -> tuple:
-    """Counts per setting and seed, their exponents (hinge-loss count) and the 0-1-error counts' exponents."""
+def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict, sweeps=None) -> tuple:
+    """Counts per setting and seed, their exponents (hinge-loss count) and the 0-1-error counts' exponents
+    (over ``sweeps``, ``factor -> [Setting]``; default :func:`sweep_settings`)."""
     counts, exps, exps_err = {}, {}, {}
-    for factor, pts in sweep_settings(preset, kind).items():
+    for factor, pts in (sweeps or sweep_settings(preset, kind)).items():
         xs = [factor_value(st, factor) for st in pts]
         T, Te, L0, Lend, cond = [], [], [], [], []
         for st in pts:
@@ -296,6 +281,7 @@ class DynamicsResult(Result):
     seeds: list
     config: dict
     counts: dict  # counts[kind][factor]: values, T per value per seed, mean, SE, initial / end loss, conditions
+    epsilon: dict  # epsilon[kind][factor]: values, steps to the absolute epsilon per value per seed (nan: never), fit
     exponents: dict  # exponents[kind][factor]: predicted, slope, se, low, high, per_seed, verdict
     exponents_error: dict  # the same with T counted on the 0-1 error
     ratio_exponent: dict  # l_tr exponent of T_M / T_T (Mamba minus linear, per seed), predicted 1
@@ -327,6 +313,17 @@ class DynamicsResult(Result):
         return "\n".join(lines + [f"seeds {self.seeds}"])
 
 
+def _epsilon_summary(kind: str, preset: DynamicsPreset, curves: dict, predicted: dict) -> dict:
+    """Per factor: the steps to the absolute ``epsilon`` (Theorems 1 and 3's quantity) per setting and seed,
+    ``nan`` where a run never gets there, and their exponent (``not measurable`` if any run never does)."""
+    out = {}
+    for factor, pts in sweep_settings(preset, kind).items():
+        xs = [factor_value(st, factor) for st in pts]
+        T = [epsilon_count(curves[st][0], curves[st][1]["loss"], preset.absolute_epsilon) for st in pts]
+        out[factor] = {"values": xs, "T": T, "exponent": exponent_fit(xs, list(zip(*T)), predicted[factor])}
+    return out
+
+
 def _base_values(kind: str, preset: DynamicsPreset, steps, C: dict, S: int) -> dict:
     out = {f"{name}{k}": {"initial": C[f"{name}{k}"][0].tolist(), "final": C[f"{name}{k}"][-1].tolist()}
            for name in ("attn_dist", "WB_dist") for k in range(4) if f"{name}{k}" in C}
@@ -338,14 +335,6 @@ def _base_values(kind: str, preset: DynamicsPreset, steps, C: dict, S: int) -> d
         out["gate_sum_max"] = C["gate_sum"].max(0).values.tolist()
         out["lemma6_max"] = C["lemma6"].max(0).values.tolist()
     return out
-
-
-def initial_margin(setting: Setting, delta: float) -> float:
-    """The linear Transformer's mean initial margin ``E[z F^(0)] ~ delta^2 beta^2 l_tr (1 - p_a) / 2``: with
-    ``W_B^(0) = W_C^(0) = delta I``, ``F^(0) = delta^2 sum_i y_i x_i^T x_query`` and about ``l_tr (1 - p_a) / 2``
-    clean examples share the query's pattern (outlier examples' labels are coin flips)."""
-    d = setting.data
-    return delta ** 2 * d.beta ** 2 * d.l_tr * (1 - d.p_a) / 2
 
 
 def log_corrected(preset: DynamicsPreset, delta: float) -> dict:
@@ -380,13 +369,14 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
     preset = preset or DYNAMICS
     seeds = resolve_seeds(seeds)
     S = len(seeds)
-    runs, counts, exps, exps_err, base, curves = {}, {}, {}, {}, {}, {}
+    runs, counts, exps, exps_err, base, curves, eps = {}, {}, {}, {}, {}, {}, {}
     for kind in KINDS:
         if progress:
             print(f"dynamics: training the {kind} sweeps ({len(_unique(kind, preset))} settings x {S} seeds)",
                   flush=True)
         runs[kind] = _train_all(_unique(kind, preset), seeds, preset, device)
         counts[kind], exps[kind], exps_err[kind] = _sweep_summary(kind, preset, runs[kind], S, PREDICTED[kind])
+        eps[kind] = _epsilon_summary(kind, preset, runs[kind], PREDICTED[kind])
         b = Setting(kind, preset.data, preset.lr[kind])
         curves[kind] = runs[kind][b]
         base[kind] = _base_values(kind, preset, *runs[kind][b], S)
@@ -424,7 +414,7 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
         lemma5[factor] = {"values": xs, "minus_log_M1": [-math.log(st.data.M1) for st in pts],
                           "clean_end": [C["wp_clean"][-1].tolist() for C in ends],
                           "outlier_end": [C["wp_outlier"][-1].tolist() for C in ends]}
-    return DynamicsResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), counts=counts,
+    return DynamicsResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), counts=counts, epsilon=eps,
                           exponents=exps, exponents_error=exps_err, ratio_exponent=ratio, small_init=small,
                           lemma_rates=rates, lemma5=lemma5, base=base, curves=curves, runs=runs, spec=preset)
 
