@@ -194,21 +194,23 @@ class SlotRun:
 
 
 @torch.no_grad()
-def _measure(stack, pat: Patterns, pr: Prompts) -> dict:
+def _measure(stack, pat: Patterns, pr: Prompts, lemmas: bool = True) -> dict:
     F = stack(pr)  # (n_slots, n_eval)
     out = {"loss": loss_per_model("hinge", F, pr.z),
            "error": torch.tensor([zero_one_error(F[s], pr.z[s]) for s in range(F.shape[0])], dtype=F.dtype)}
-    out.update(stack_probes(stack, pat, pr))
+    if lemmas:
+        out.update(stack_probes(stack, pat, pr))
     return out
 
 
-def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None) -> SlotRun:
+def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None, lemmas: bool = True) -> SlotRun:
     """Every (setting, seed) slot of one group (same patterns and shapes) trained as one seed stack by
     :func:`mambaicl.train.train` (slot ``k S + s``: ``settings[k]``, ``seeds[s]``, its own step size).
 
     Records the population hinge loss, the 0-1 error and the Lemma 3-6 probes
     (:func:`mambaicl.analysis.lemmas.stack_probes`) on fixed Definition 1 prompts (stream
-    ``(s, "validation")``, drawn by each slot's own data) at :func:`record_steps`.
+    ``(s, "validation")``, drawn by each slot's own data) at :func:`record_steps`; ``lemmas=False``
+    records the loss and the error only.
     """
     seeds = resolve_seeds(seeds)
     if not settings or len({st.group for st in settings}) != 1:
@@ -223,7 +225,7 @@ def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None)
     grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
     pat_d = pat.to(device=device)
     tr = train(ms, TrainConfig(steps=preset.steps, batch_size=preset.batch_size), device=device, progress=False,
-               record_every=grid, probes={"measure": lambda stack: _measure(stack, pat_d, val)})
+               record_every=grid, probes={"measure": lambda stack: _measure(stack, pat_d, val, lemmas)})
     curves = {name: torch.tensor(v, dtype=torch.float64) for name, v in tr.groups[0].history.probes.items()}
     return SlotRun(settings=list(settings), seeds=seeds, steps=grid, curves=curves, stack=tr.models[0])
 

@@ -50,9 +50,9 @@ class ChecksPreset(Preset):
     """The two checks: the shared dynamics preset, the early-phase step size and the fewest steps inside it."""
 
     dynamics: DynamicsPreset = instance(DynamicsPreset, factory=lambda: DYNAMICS)
-    early_lr: float = real(0.0125, 0.0, 1.0, low_open=True)
+    early_lr: float = real(0.015, 0.0, 1.0, low_open=True)
     min_inside: int = integer(10, 2)
-    early_n_eval: int = integer(128, 1)
+    early_n_eval: int = integer(64, 1)
 
     def _check(self) -> None:
         short = [(st.data, round(horizon(st), 2)) for pts in early_settings(self).values() for st in pts
@@ -120,9 +120,15 @@ def _groups(settings: list) -> list:
     return list(groups.values())
 
 
-def run(preset: ChecksPreset = None, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> ChecksResult:
+def run(preset: ChecksPreset = None, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True,
+        reuse=None) -> ChecksResult:
     """Train Mamba's early-phase sweeps (each stack for the longest horizon in it, every step recorded) and both
-    models' scaled-norm beta sweeps (the dynamics preset's schedule); measure rates, Eq. (13) and counts."""
+    models' scaled-norm beta sweeps (the dynamics preset's schedule); measure rates, Eq. (13) and counts.
+
+    ``reuse``: a :class:`~mambaicl.experiments.dynamics.DynamicsResult` of ``preset.dynamics`` on the same
+    seeds (Chapter 3 passes its own): the scaled sweep's base point, which is the dynamics preset's base
+    setting, is then taken from it instead of trained again (the same run up to rounding: there it shares a
+    stack with other settings)."""
     preset = preset or CHECKS
     seeds = resolve_seeds(seeds)
     S, dyn = len(seeds), preset.dynamics
@@ -147,11 +153,15 @@ def run(preset: ChecksPreset = None, *, seeds=DEFAULT_SEEDS, device=None, progre
                                                   "per_setting": Y, "fit": exponent_fit(xs, list(zip(*Y)), pred[factor])}
         eq13[factor] = {"values": xs, "window": [horizon(st) for st in pts],
                         "per_setting": [eq13_inside(*curves[st], horizon(st)) for st in pts]}
+    if reuse is not None and (reuse.spec != dyn or list(reuse.seeds) != list(seeds)):
+        raise ConfigError("reuse must be a DynamicsResult of preset.dynamics on the same seeds")
     scaled = {}
     for kind in KINDS:
         pts = scaled_settings(preset, kind)
-        for g in _groups(pts):
-            r = trained_settings(g, seeds, dyn, device)
+        done = [st for st in pts if reuse is not None and st in reuse.runs[kind]]
+        curves.update({st: reuse.runs[kind][st] for st in done})
+        for g in _groups([st for st in pts if st not in done]):
+            r = trained_settings(g, seeds, dyn, device, lemmas=False)
             curves.update({st: (r.steps, {k: v[:, i * S:(i + 1) * S] for k, v in r.curves.items()})
                            for i, st in enumerate(r.settings)})
         sweep = {"beta": pts}
@@ -161,7 +171,7 @@ def run(preset: ChecksPreset = None, *, seeds=DEFAULT_SEEDS, device=None, progre
                         scaled=scaled, curves=curves, spec=preset)
 
 
-#: the book's preset: Figure 2's data, the dynamics preset's grids, Mamba's early phase at eta = 0.0125
+#: the book's preset: Figure 2's data, the dynamics preset's grids, Mamba's early phase at eta = 0.015
 CHECKS = ChecksPreset(name="checks")
 #: a seconds-long smoke test of the pipeline (tests, CLI); not a result of the book
 TINY = ChecksPreset(name="tiny", dynamics=DYN_TINY, early_lr=0.05, min_inside=2, early_n_eval=16)

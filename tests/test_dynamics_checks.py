@@ -1,0 +1,68 @@
+"""Chapter 3's checks: absolute-epsilon counts, Eq. (13) inside the window, the early and scaled sweeps."""
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from mambaicl.analysis.dynamics_counts import censored, epsilon_count, eq13_inside
+from mambaicl.analysis.lemmas import lemma4_horizon
+from mambaicl.config import ConfigError
+from mambaicl.experiments import dynamics as D
+from mambaicl.experiments import dynamics_checks as X
+
+
+def test_epsilon_count_interpolates_and_marks_runs_that_never_get_there():
+    steps = [0, 1, 2, 4]
+    loss = torch.tensor([[1.0, 1.0, 0.0], [0.5, 0.9, 0.0], [0.2, 0.8, 0.0], [0.0, 0.7, 0.0]], dtype=torch.float64)
+    T = epsilon_count(steps, loss, 0.1)
+    assert T[0] == pytest.approx(2 + (0.1 - 0.2) / (0.0 - 0.2) * 2)  # between steps 2 and 4
+    assert math.isnan(T[1]) and T[2] == 0.0
+    assert censored(T, 400) == [T[0], 400, 0.0]
+
+
+def test_eq13_inside_the_window():
+    steps = [0, 1, 2, 3, 10]
+    clean = torch.tensor([[0.1, -1.0], [-0.1, -1.0], [-0.1, -1.0], [-0.2, 1.0], [-0.5, -1.0]])
+    out = torch.tensor([[0.0, -2.0], [-0.5, 0.0], [-0.4, -2.0], [-0.6, -2.0], [-1.0, -2.0]])
+    r = eq13_inside(steps, {"wp_clean": clean, "wp_outlier": out}, 3.0)
+    # seed 0: fails at 0 (clean > 0), holds from 1; seed 1: holds at 0, fails at 1 and 3
+    assert r["first"] == [1.0, 0.0]
+    assert r["fraction"] == [pytest.approx(3 / 4), pytest.approx(2 / 4)]
+    assert r["at_window"] == [True, False]
+
+
+def test_early_settings_hold_enough_steps_and_scaled_settings_keep_the_ratio():
+    P = X.CHECKS
+    for factor, pts in X.early_settings(P).items():
+        assert all(st.kind == "mamba" and st.lr == P.early_lr for st in pts)
+        assert all(X.horizon(st) >= P.min_inside for st in pts)
+        d = pts[0].data
+        assert X.horizon(pts[0]) == lemma4_horizon(P.early_lr, d.p_a, d.beta, d.kappa_a, d.M1, d.V)
+    base = P.dynamics.data
+    for kind in D.KINDS:
+        pts = X.scaled_settings(P, kind)
+        assert [st.data.beta for st in pts] == list(P.dynamics.beta_grid)
+        assert all(st.data.outlier_norm / st.data.beta == base.outlier_norm / base.beta for st in pts)
+        assert D.Setting(kind, base, P.dynamics.lr[kind]) in pts  # the base point is the dynamics preset's
+
+
+def test_preset_rejects_a_step_size_with_too_short_a_horizon():
+    with pytest.raises(ConfigError, match="early_lr"):
+        dataclasses.replace(X.CHECKS, early_lr=0.3)
+
+
+@pytest.mark.slow
+def test_tiny_run_is_reproducible_and_reuses_the_dynamics_base():
+    """Three tiny runs and one dynamics run (about 15 s CPU)."""
+    a = X.run(X.TINY, seeds=(0, 1), progress=False)
+    b = X.run(X.TINY, seeds=(0, 1), progress=False)
+    assert a.to_json() == b.to_json()
+    assert set(a.early) == set(D.LEMMA_PREDICTED) and set(a.early["lemma4_v"]) == set(X.EARLY_FACTORS)
+    dyn = D.run(X.TINY.dynamics, seeds=(0, 1), progress=False)
+    c = X.run(X.TINY, seeds=(0, 1), progress=False, reuse=dyn)
+    for kind in D.KINDS:  # the reused base point is the same run (up to rounding: another stack)
+        flat = lambda T: [t for row in T for t in row]  # noqa: E731
+        assert flat(c.scaled[kind]["T"]) == pytest.approx(flat(a.scaled[kind]["T"]), rel=1e-6, abs=1e-9, nan_ok=True)
+    with pytest.raises(ConfigError, match="reuse"):
+        X.run(X.TINY, seeds=(0,), progress=False, reuse=dyn)
