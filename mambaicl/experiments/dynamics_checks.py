@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ..analysis.curves import exponent_fit, lemma_rates
 from ..analysis.dynamics_counts import eq13_inside
 from ..analysis.lemmas import lemma4_horizon
-from ..config import ConfigError, check_int, instance, integer, real, to_dict
+from ..config import ConfigError, instance, integer, real, to_dict
 from .base import Preset, Result, internal, resolve_seeds
 from .dynamics import (DEFAULT_SEEDS, DYNAMICS, KINDS, LEMMA_PREDICTED, PREDICTED, TINY as DYN_TINY, DynamicsPreset,
                        Setting, _sweep_summary, factor_value, trained_settings)
