@@ -2,6 +2,7 @@
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -66,3 +67,27 @@ def test_tiny_run_is_reproducible_and_reuses_the_dynamics_base():
         assert flat(c.scaled[kind]["T"]) == pytest.approx(flat(a.scaled[kind]["T"]), rel=1e-6, abs=1e-9, nan_ok=True)
     with pytest.raises(ConfigError, match="reuse"):
         X.run(X.TINY, seeds=(0,), progress=False, reuse=dyn)
+
+
+def test_init_exponents_are_the_powers_of_the_derivation():
+    P = X.CHECKS
+    sweeps = D.sweep_settings(P.dynamics, "mamba")
+    got = X.init_exponents({f: sweeps[f] for f in ("lr", "beta", "M1")}, 0.2)
+    # the rates at t = 0: lemma3 ~ eta beta^4 / M1, v ~ eta beta^2 (fixed outlier norm), mu ~ eta beta^4 / M1
+    expected = {"lemma3": {"lr": 1, "beta": 4, "M1": -1}, "lemma4_v": {"lr": 1, "beta": 2, "M1": 0},
+                "lemma4_mu": {"lr": 1, "beta": 4, "M1": -1}, "lemma4_ratio": {"lr": 0, "beta": 2, "M1": -1}}
+    for name, by_f in expected.items():
+        for f, e in by_f.items():
+            assert got[name][f] == pytest.approx(e, abs=1e-9), (name, f)
+    # 1 - p_a: the outlier rate carries p_a (1 - p_a); its slope over the grid is that of x (1 - x)
+    pa = X.init_exponents({"one_minus_p_a": sweeps["one_minus_p_a"]}, 0.2)
+    x = [1 - v for v in P.dynamics.p_a_grid]
+    assert pa["lemma4_v"]["one_minus_p_a"] == pytest.approx(
+        float(np.polyfit(np.log(x), np.log([u * (1 - u) for u in x]), 1)[0]), rel=1e-9)
+
+
+def test_setting_label_names_the_moved_factor():
+    P = X.CHECKS.dynamics
+    st = D.sweep_settings(P, "linear")["beta"][0]
+    assert X.setting_label(st, P, D.FACTOR_LABELS) == f"{D.FACTOR_LABELS['beta']} = {P.beta_grid[0]:g}"
+    assert X.setting_label(D.Setting("linear", P.data, P.lr["linear"]), P, D.FACTOR_LABELS) == "the base setting"

@@ -61,3 +61,14 @@ def test_expected_descent_at_initialisation_matches_the_derivation(change):
                                             cfg.l_tr),
                          lemma4_mu_init_rate(1.0, delta, cfg.beta, cfg.p_a, cfg.M1, cfg.l_tr)], dtype=torch.float64)
     assert torch.all((mean - pred).abs() <= 4 * se + 1e-3 * pred.abs()), (mean, se, pred)
+
+
+def test_init_rates_collects_the_three_formulas():
+    from mambaicl.analysis.init_gradients import init_rates
+
+    d = DataConfig()
+    r = init_rates(d, 0.3, 0.2)
+    assert r["lemma3"] == lemma3_init_rate(0.3, 0.2, d.beta, d.p_a, d.M1, d.l_tr)
+    assert r["lemma4_ratio"] == pytest.approx(r["lemma4_mu"] / r["lemma4_v"])
+    # the ratio of the two gate rates: beta^2 V / (p_a kappa_a ||v*||^2 M1), free of eta, delta and the gate sums
+    assert r["lemma4_ratio"] == pytest.approx(d.beta ** 2 * d.V / (d.p_a * d.kappa_a * d.outlier_norm ** 2 * d.M1))

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from ..config import check_int
 
-__all__ = ["gate_sums_at_zero", "lemma3_init_rate", "lemma4_v_init_rate", "lemma4_mu_init_rate"]
+__all__ = ["gate_sums_at_zero", "lemma3_init_rate", "lemma4_v_init_rate", "lemma4_mu_init_rate", "init_rates"]
 
 
 def gate_sums_at_zero(l: int) -> tuple[float, float]:
@@ -66,3 +66,13 @@ def lemma4_mu_init_rate(lr: float, delta: float, beta: float, p_a: float, M1: in
     """Lemma 4 at ``t = 0``: ``eta delta^2 beta^4 (1-p_a) S_L / (4 M1)``, the expected fall per step of
     ``mean_j (mu_j^T, 0) w`` at ``w = 0``."""
     return lr * delta ** 2 * beta ** 4 * (1 - p_a) * gate_sums_at_zero(l)[1] / (4 * M1)
+
+
+def init_rates(data, lr: float, delta: float) -> dict:
+    """The three rates at ``t = 0`` for data ``data`` (a :class:`~mambaicl.config.DataConfig`) and step size ``lr``,
+    with the ratio of the two gate rates: ``{"lemma3", "lemma4_v", "lemma4_mu", "lemma4_ratio"}``."""
+    d = data
+    v = lemma4_v_init_rate(lr, delta, d.beta, d.p_a, d.kappa_a, d.outlier_norm, d.V, d.l_tr)
+    mu = lemma4_mu_init_rate(lr, delta, d.beta, d.p_a, d.M1, d.l_tr)
+    return {"lemma3": lemma3_init_rate(lr, delta, d.beta, d.p_a, d.M1, d.l_tr), "lemma4_v": v, "lemma4_mu": mu,
+            "lemma4_ratio": mu / v}

@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+
+import numpy as np
 from dataclasses import dataclass
 
 from ..analysis.curves import exponent_fit, lemma_rates
 from ..analysis.dynamics_counts import eq13_inside
+from ..analysis.init_gradients import init_rates
 from ..analysis.lemmas import lemma4_horizon
 from ..config import ConfigError, instance, integer, real, to_dict
 from .base import Preset, Result, internal, resolve_seeds
@@ -39,7 +42,7 @@ from .dynamics import (DEFAULT_SEEDS, DYNAMICS, KINDS, LEMMA_PREDICTED, PREDICTE
                        Setting, _sweep_summary, factor_value, trained_settings)
 
 __all__ = ["DEFAULT_SEEDS", "EARLY_FACTORS", "ChecksPreset", "CHECKS", "TINY", "PRESETS", "DEFAULT_PRESET",
-           "early_settings", "horizon", "scaled_settings", "ChecksResult", "run"]
+           "early_settings", "horizon", "scaled_settings", "init_exponents", "setting_label", "ChecksResult", "run"]
 
 #: the factors of Lemma 4's rates measured over the whole horizon (eta left out: see the module text)
 EARLY_FACTORS = ("one_minus_p_a", "beta", "M1", "l_tr")
@@ -84,6 +87,29 @@ def scaled_settings(preset: ChecksPreset, kind: str) -> list:
     ratio = base.outlier_norm / base.beta
     return [Setting(kind, dataclasses.replace(base, beta=float(b), outlier_norm=float(b) * ratio), preset.dynamics.lr[kind])
             for b in preset.dynamics.beta_grid]
+
+
+def init_exponents(sweeps: dict, delta: float) -> dict:
+    """``{rate: {factor: exponent}}``: the log-log slope over each sweep (``factor -> [Setting]``) of the rates at
+    ``t = 0`` (:func:`mambaicl.analysis.init_gradients.init_rates`), the derivation's prediction for a rate
+    measured as a finite difference at initialisation."""
+    out = {}
+    for factor, pts in sweeps.items():
+        xs = np.log([factor_value(st, factor) for st in pts])
+        vals = [init_rates(st.data, st.lr, delta) for st in pts]
+        for name in vals[0]:
+            out.setdefault(name, {})[factor] = float(np.polyfit(xs, np.log([v[name] for v in vals]), 1)[0])
+    return out
+
+
+def setting_label(st: Setting, preset: DynamicsPreset, labels: dict) -> str:
+    """``"<label> = <value>"`` for the factor that moves ``st`` away from ``preset``'s base (``labels``: factor ->
+    label), or ``"the base setting"``."""
+    base = Setting(st.kind, preset.data, preset.lr[st.kind])
+    for factor in labels:
+        if factor_value(st, factor) != factor_value(base, factor):
+            return f"{labels[factor]} = {factor_value(st, factor):g}"
+    return "the base setting"
 
 
 @dataclass
