@@ -29,6 +29,8 @@ the step at which the loss halves. ``L(t)`` is the mean hinge loss on ``n_eval``
 Definition 1 prompts of the training tasks (the population training loss, measured on the
 same prompts at every record, so the curve is smooth), recorded after every step up to
 ``dense_until`` and then on a geometric grid, and the crossing is interpolated linearly.
+Beside it, ``DynamicsResult.epsilon`` holds the theorems' own count: the first step at which
+``L(t) <= absolute_epsilon`` (``nan`` for a run that never gets there, e.g. the linear Transformer's).
 
 **Batching.** Settings that share the patterns and the prompt shapes (``eta``, ``p_a``) train
 as one :class:`mambaicl.models.OneLayerStack` with one slot per (setting, seed): slot ``(k, s)``
