@@ -60,10 +60,10 @@ class AblationsPreset(Preset):
     n_m: int = integer(2000, 1)
     alphas_4d: tuple = reals((0.2, 0.25, 0.3, 0.35, 0.4, 0.45), 0.0, 0.5, low_open=True, high_open=True,
                              min_len=2, distinct=True, increasing=True)
-    lengths: tuple = integers(tuple(sorted({round(2 ** (k / 2)) for k in range(2, 23)})), 1, min_len=2,
+    lengths: tuple = integers(tuple(sorted({round(2 ** (k / 2)) for k in range(2, 22)})), 1, min_len=2,
                               distinct=True, increasing=True)
     level: float = real(0.1, 0.0, 0.5, low_open=True, high_open=True)
-    n_4d: int = integer(2000, 1)
+    n_4d: int = integer(1000, 1)
 
     def _check(self) -> None:
         steps = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.base.train.values()}
