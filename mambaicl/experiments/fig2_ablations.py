@@ -169,6 +169,7 @@ class AblationsResult(Result):
     task_sets: dict  # {name: training tasks}
     all_task: dict  # {model label: [error at alpha = 0, all tasks, per seed]}
     groups: dict  # {model label: {group: [error per seed]}} at alpha = 0
+    group_sizes: dict  # {model label: {group: number of tasks}}
     n_task: int
     m_alphas: list
     m_errors: dict  # {model label: [[error of seed s] per alpha]}, rule A, all tasks
@@ -230,7 +231,7 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
         models[lab] = (trained.model(idx[0]), [trained.slot(i) for i in idx])
         final[lab] = sum(trained.losses(i)[-1] for i in idx) / len(idx)
     # alpha = 0: every task, every model; group errors by each model's own training set
-    all_task, groups = {}, {}
+    all_task, groups, sizes = {}, {}, {}
     by_model = {}
     for lab, (stack, slots) in models.items():
         key = id(stack)
@@ -245,8 +246,9 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
         errs = [by_model[key][k] for k in slots]  # [seed][task]
         all_task[lab] = [sum(e) / len(e) for e in errs]
         M = spec[lab][1].mu.shape[0]
-        groups[lab] = {g: [sum(e[t] for t in ts) / len(ts) for e in errs]
-                       for g, ts in tasks_by_group_for(spec[lab][3], M).items()}
+        by_group = tasks_by_group_for(spec[lab][3], M)
+        groups[lab] = {g: [sum(e[t] for t in ts) / len(ts) for e in errs] for g, ts in by_group.items()}
+        sizes[lab] = {g: len(ts) for g, ts in by_group.items()}
     # Figure 2 at m = l + 1 beside m = d + 1: rule A, all tasks
     m_errors = {}
     for lab in (CYCLE, labels[-3], "linear", labels[-2]):
@@ -270,5 +272,6 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
     cfg = to_dict(preset)
     cfg["task_set_tasks"] = {n: task_set(n, M1).tolist() for n in (CYCLE, *preset.task_sets)}
     return AblationsResult(preset=preset.name, seeds=list(seeds), task_sets=cfg["task_set_tasks"], all_task=all_task,
-                           groups=groups, n_task=preset.n_task, m_alphas=list(preset.m_alphas), m_errors=m_errors,
+                           groups=groups, group_sizes=sizes, n_task=preset.n_task, m_alphas=list(preset.m_alphas),
+                           m_errors=m_errors,
                            thm4d=thm4d, final_train_loss=final, config=cfg, models=models)
