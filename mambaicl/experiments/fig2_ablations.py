@@ -60,7 +60,7 @@ class AblationsPreset(Preset):
     n_m: int = integer(2000, 1)
     alphas_4d: tuple = reals((0.2, 0.25, 0.3, 0.35, 0.4, 0.45), 0.0, 0.5, low_open=True, high_open=True,
                              min_len=2, distinct=True, increasing=True)
-    lengths: tuple = integers(tuple(sorted({round(2 ** (k / 2)) for k in range(2, 22)})), 1, min_len=2,
+    lengths: tuple = integers(tuple(sorted({round(2 ** (k / 2)) for k in range(2, 21)})), 1, min_len=2,
                               distinct=True, increasing=True)
     level: float = real(0.1, 0.0, 0.5, low_open=True, high_open=True)
     n_4d: int = integer(1000, 1)
@@ -95,21 +95,36 @@ def _large_data(preset: AblationsPreset):
     return dataclasses.replace(preset.base.data, M1=preset.large_M1)
 
 
-def member_errors(model, member_seed, pat, test, tasks, n: int, seeds, stage: str) -> list:
-    """0-1 error of every member of ``model`` on ``n`` Definition 2 prompts of ``tasks`` per seed; member ``k``
-    reads seed ``seeds[member_seed[k]]``'s prompts from the stream ``(seed, stage)`` (paired across members)."""
+def member_errors(models, pat, test, tasks, n: int, seeds, stage: str) -> list:
+    """0-1 error of every member of each ``(model, member_seed)`` of ``models`` on ``n`` Definition 2 prompts of
+    ``tasks`` per seed, drawn ONCE from the streams ``(seed, stage)``: member ``k`` of a model reads seed
+    ``seeds[member_seed[k]]``'s prompts (paired across members and models). Returns one list per model."""
     pr = test_prompts(pat, test, tasks, n, torch_generators(seeds, stage))
-    idx = torch.as_tensor(member_seed)
-    return model_error(model, pr[idx], pr.z[idx])
+    out = []
+    for model, member_seed in models:
+        idx = torch.as_tensor(member_seed)
+        out.append(model_error(model, pr[idx], pr.z[idx]))
+    return out
 
 
-def _per_task(model, member_seed, pat, base, seeds, n: int) -> list:
-    """``[member][task]`` errors at ``alpha = 0`` on every task of ``all_tasks(M1)`` (``n`` prompts each)."""
+def _per_task(models, pat, base, seeds, n: int) -> list:
+    """For each ``(model, member_seed)``, ``[member][task]`` errors at ``alpha = 0`` on every task of
+    ``all_tasks(M1)`` (``n`` prompts each, one draw per task shared by the models)."""
     test = dataclasses.replace(base.test, alpha=0.0)
     tasks = all_tasks(pat.mu.shape[0])
-    cols = [member_errors(model, member_seed, pat, test, tasks[t:t + 1], n, seeds,
-                          f"ablations/task/{a}-{b}") for t, (a, b) in enumerate(tasks.tolist())]
-    return [[col[k] for col in cols] for k in range(len(member_seed))]
+    cols = [member_errors(models, pat, test, tasks[t:t + 1], n, seeds, f"ablations/task/{a}-{b}")
+            for t, (a, b) in enumerate(tasks.tolist())]  # [task][model][member]
+    return [[[col[i][k] for col in cols] for k in range(len(ms))] for i, (_, ms) in enumerate(models)]
+
+
+def _member_seeds(models: dict, stack) -> list:
+    """``member_seed`` of ``stack``: the seed index of each of its slots, from the labels that live in it."""
+    member_seed = [0] * stack.n_seeds
+    for st, slots in models.values():
+        if st is stack:
+            for s, k in enumerate(slots):
+                member_seed[k] = s
+    return member_seed
 
 
 @torch.no_grad()
@@ -232,33 +247,28 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
         final[lab] = sum(trained.losses(i)[-1] for i in idx) / len(idx)
     # alpha = 0: every task, every model; group errors by each model's own training set
     all_task, groups, sizes = {}, {}, {}
-    by_model = {}
+    stacks = {}  # id(patterns) -> distinct stacks tested on them
+    for lab, (stack, _) in models.items():
+        group = stacks.setdefault(id(spec[lab][1]), (spec[lab][1], []))[1]
+        if all(st is not stack for st in group):
+            group.append(stack)
+    per_task = {}  # id(stack) -> [member][task]
+    for p, group in stacks.values():
+        for st, errs in zip(group, _per_task([(st, _member_seeds(models, st)) for st in group], p, base, seeds,
+                                             preset.n_task)):
+            per_task[id(st)] = errs
     for lab, (stack, slots) in models.items():
-        key = id(stack)
-        if key not in by_model:
-            member_seed = [0] * stack.n_seeds
-            for o, (st, sl) in models.items():
-                if id(st) == key:
-                    for s, k in enumerate(sl):
-                        member_seed[k] = s
-            p = spec[lab][1]
-            by_model[key] = _per_task(stack, member_seed, p, base, seeds, preset.n_task)
-        errs = [by_model[key][k] for k in slots]  # [seed][task]
+        errs = [per_task[id(stack)][k] for k in slots]  # [seed][task]
         all_task[lab] = [sum(e) / len(e) for e in errs]
-        M = spec[lab][1].mu.shape[0]
-        by_group = tasks_by_group_for(spec[lab][3], M)
+        by_group = tasks_by_group_for(spec[lab][3], spec[lab][1].mu.shape[0])
         groups[lab] = {g: [sum(e[t] for t in ts) / len(ts) for e in errs] for g, ts in by_group.items()}
         sizes[lab] = {g: len(ts) for g, ts in by_group.items()}
-    # Figure 2 at m = l + 1 beside m = d + 1: rule A, all tasks
-    m_errors = {}
-    for lab in (CYCLE, labels[-3], "linear", labels[-2]):
-        stack, slots = models[lab]
-        member_seed = [0] * stack.n_seeds
-        for s, k in enumerate(slots):
-            member_seed[k] = s
-        rows = [member_errors(stack, member_seed, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)),
-                              all_tasks(M1), preset.n_m, seeds, f"ablations/m/{float(a)}") for a in preset.m_alphas]
-        m_errors[lab] = [[row[k] for k in slots] for row in rows]
+    # Figure 2 at m = l + 1 beside m = d + 1: rule A, all tasks, one draw per alpha for the four models
+    m_labs = (CYCLE, labels[-3], "linear", labels[-2])
+    pairs = [(models[lab][0], _member_seeds(models, models[lab][0])) for lab in m_labs]
+    rows = [member_errors(pairs, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(M1),
+                          preset.n_m, seeds, f"ablations/m/{float(a)}") for a in preset.m_alphas]  # [alpha][model][member]
+    m_errors = {lab: [[row[i][k] for k in models[lab][1]] for row in rows] for i, lab in enumerate(m_labs)}
     # Theorem 4(d): the Figure 2 linear Transformer at growing l_ts, alphas below 1/2
     lin, slots = models["linear"]
     if slots != list(range(lin.n_seeds)):
