@@ -15,8 +15,6 @@ from mambaicl.metric import zero_one_error
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generator, torch_generators
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize("name", TASK_SETS)
 def test_every_task_set_satisfies_condition_1(name):
