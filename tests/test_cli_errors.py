@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ("boundary", "dynamics", "dynamics_checks", "fig2", "gates", "multiclass", "regression")  # the experiments with a `tiny` preset
+TINY = ("boundary", "dynamics", "dynamics_checks", "fig2", "fig2_ablations", "gates", "multiclass", "regression")  # the experiments with a `tiny` preset
 
 
 def _env():

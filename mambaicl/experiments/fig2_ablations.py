@@ -1,0 +1,287 @@
+"""Figure 2 ablations (Chapter 4): other Condition-1 training sets, the state size m = l + 1, Theorem 4(d)'s alpha.
+
+Glossary (code name -> paper symbol):
+
+==================  =====================================================================================
+``base``            the Figure 2 preset (:data:`mambaicl.experiments.fig2.FIG2`): data, test shift, training
+``task_sets``       training-task sets of :mod:`mambaicl.data.task_sets` other than App. 9's cycle (Condition 1)
+``large_M1``        a cycle on more relevant patterns, ``M1`` (its own patterns, stream ``(pattern_seed, "patterns")``)
+``m_small``         the state size ``m = l + 1`` of §2 (21): ``W_B, W_C`` are ``(m, d+1)`` with ``m < d``, so only
+                    their first ``m`` diagonal entries can be ``delta`` (the nearest initialisation to §2's)
+``n_task``          test prompts per task and seed at ``alpha = 0`` (every task of ``T``, all models paired)
+``alphas_4d``       outlier fractions below 1/2 for Theorem 4(d); ``lengths`` the test lengths ``l_ts``;
+                    ``level`` the error ``eps`` whose required length is measured; ``n_4d`` prompts per alpha
+==================  =====================================================================================
+
+Streams (:mod:`mambaicl.seeding`): every model trains as Figure 2's (``(s, "init")``, ``(s, "train")``, each
+training set its own draws); seed ``s``'s models are tested on task ``(a, b)`` with prompts from
+``(s, "ablations/task/<a>-<b>")`` (the same prompts for every model of the seed), at ``alpha`` with
+``(s, "ablations/m/<alpha>")`` and, for Theorem 4(d), with ``(s, "ablations/4d/<alpha>")``. All trainings are
+members of ONE engine call (:func:`mambaicl.train.train`). ``python -m mambaicl reproduce fig2_ablations``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..analysis.fits import crossing
+from ..analysis.thm4d import FORMS, alpha_exponent, fit_form
+from ..config import choices, instance, integer, integers, real, reals, to_dict
+from ..data import all_tasks, make_patterns, test_prompts
+from ..data.task_sets import TASK_SETS, task_set, tasks_by_group_for
+from ..checks import ConfigError
+from ..evaluate import model_error
+from ..metric import zero_one_error
+from ..seeding import torch_generator, torch_generators
+from ..train import Member, SyntheticData, train
+from . import fig2
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["AblationsPreset", "ABLATIONS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "AblationsResult",
+           "run", "error_by_length", "lengths_needed", "alpha_fits", "member_errors", "CYCLE", "M_SMALL"]
+
+CYCLE = "cycle"  # App. 9's training set, Figure 2's
+M_SMALL = "m = l + 1"  # label prefix of the models with §2's state size
+
+
+@dataclass(frozen=True)
+class AblationsPreset(Preset):
+    """Figure 2 retrained on other training sets and at ``m = l + 1``; Theorem 4(d)'s examples against alpha."""
+
+    base: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    task_sets: tuple = choices(("cycle+reversed", "reversal pairs", "two 3-cycles"), TASK_SETS[1:])
+    large_M1: int = integer(8, 4)
+    m_small: int = integer(21, 1)
+    n_task: int = integer(400, 1)
+    m_alphas: tuple = reals((0.0, 0.6, 0.8), 0.0, 1.0, high_open=True, distinct=True)
+    n_m: int = integer(2000, 1)
+    alphas_4d: tuple = reals((0.2, 0.25, 0.3, 0.35, 0.4, 0.45), 0.0, 0.5, low_open=True, high_open=True,
+                             min_len=2, distinct=True, increasing=True)
+    lengths: tuple = integers(tuple(sorted({round(2 ** (k / 2)) for k in range(2, 21)})), 1, min_len=2,
+                              distinct=True, increasing=True)
+    level: float = real(0.1, 0.0, 0.5, low_open=True, high_open=True)
+    n_4d: int = integer(1000, 1)
+
+    def _check(self) -> None:
+        steps = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.base.train.values()}
+        if len(steps) != 1:
+            raise ConfigError(f"base.train must share steps, batch_size, optimizer and loss (one engine call); got {steps}")
+        for kind in ("mamba", "linear"):
+            if kind not in self.base.train:
+                raise ConfigError(f"base.train must hold {kind!r}; got {sorted(self.base.train)}")
+        if self.m_small >= self.base.data.d:
+            raise ConfigError(f"m_small must be below d = {self.base.data.d} (the point of the check); got {self.m_small}")
+        if self.large_M1 + self.base.data.M2 + self.base.data.V > self.base.data.d:
+            raise ConfigError(f"large_M1 + M2 + V must be at most d = {self.base.data.d}; got large_M1 = {self.large_M1}")
+        for name in self.task_sets:
+            task_set(name, self.base.data.M1)  # raises if the construction does not exist or breaks Condition 1
+
+
+#: the chapter's preset: three other training sets on Figure 2's six patterns, a cycle of eight, m = 21
+ABLATIONS = AblationsPreset(name="fig2")
+#: a seconds-long smoke test of the pipeline (CLI tests); not a result of the book
+TINY = AblationsPreset(name="tiny", base=fig2.TINY, task_sets=("cycle+reversed", "two 3-cycles"), n_task=40,
+                       m_alphas=(0.0, 0.8), n_m=100, alphas_4d=(0.2, 0.3, 0.4), lengths=(2, 4, 8, 16, 32, 64),
+                       n_4d=100)
+PRESETS = {"fig2": ABLATIONS, "tiny": TINY}
+DEFAULT_PRESET = "fig2"
+DEFAULT_SEEDS = fig2.DEFAULT_SEEDS
+
+
+def _large_data(preset: AblationsPreset):
+    return dataclasses.replace(preset.base.data, M1=preset.large_M1)
+
+
+def member_errors(models, pat, test, tasks, n: int, seeds, stage: str) -> list:
+    """0-1 error of every member of each ``(model, member_seed)`` of ``models`` on ``n`` Definition 2 prompts of
+    ``tasks`` per seed, drawn ONCE from the streams ``(seed, stage)``: member ``k`` of a model reads seed
+    ``seeds[member_seed[k]]``'s prompts (paired across members and models). Returns one list per model."""
+    pr = test_prompts(pat, test, tasks, n, torch_generators(seeds, stage))
+    out = []
+    for model, member_seed in models:
+        idx = torch.as_tensor(member_seed)
+        out.append(model_error(model, pr[idx], pr.z[idx]))
+    return out
+
+
+def _per_task(models, pat, base, seeds, n: int) -> list:
+    """For each ``(model, member_seed)``, ``[member][task]`` errors at ``alpha = 0`` on every task of
+    ``all_tasks(M1)`` (``n`` prompts each, one draw per task shared by the models)."""
+    test = dataclasses.replace(base.test, alpha=0.0)
+    tasks = all_tasks(pat.mu.shape[0])
+    cols = [member_errors(models, pat, test, tasks[t:t + 1], n, seeds, f"ablations/task/{a}-{b}")
+            for t, (a, b) in enumerate(tasks.tolist())]  # [task][model][member]
+    return [[[col[i][k] for col in cols] for k in range(len(ms))] for i, (_, ms) in enumerate(models)]
+
+
+def _member_seeds(models: dict, stack) -> list:
+    """``member_seed`` of ``stack``: the seed index of each of its slots, from the labels that live in it."""
+    member_seed = [0] * stack.n_seeds
+    for st, slots in models.values():
+        if st is stack:
+            for s, k in enumerate(slots):
+                member_seed[k] = s
+    return member_seed
+
+
+@torch.no_grad()
+def error_by_length(stack, pat, test, tasks, n: int, lengths, generators, chunk: int = 500) -> list:
+    """Error of an ungated (linear Transformer) stack at every test length in ``lengths``, ``[length][seed]``.
+
+    With ``G = 1`` the output ``F = sum_i y_i p_i^T W_B^T W_C p_query`` (Eq. (3)) is a sum over the examples,
+    and Definition 2's examples are i.i.d. (outliers at random positions), so the first ``L`` examples of a
+    prompt of ``max(lengths)`` examples form a prompt of ``L``: one draw gives every length by a cumulative
+    sum. ``n`` prompts per seed, one generator per seed."""
+    if getattr(stack, "gated", True):
+        raise ConfigError("error_by_length needs an ungated model (the linear Transformer): F is then a sum")
+    lengths = [int(L) for L in lengths]
+    if lengths != sorted(set(lengths)) or lengths[0] < 1:
+        raise ConfigError(f"lengths must be increasing positive integers; got {lengths}")
+    test = dataclasses.replace(test, l_ts=lengths[-1])
+    idx = torch.tensor([L - 1 for L in lengths])
+    F = []
+    for start in range(0, n, chunk):
+        pr = test_prompts(pat, test, tasks, min(chunk, n - start), generators)
+        votes = (pr.y * stack.attention(pr))[..., :-1].cumsum(-1)  # (S, b, l): F after the first L examples
+        F.append((votes.index_select(-1, idx), pr.z))
+    Fl, z = torch.cat([f for f, _ in F], dim=1), torch.cat([zz for _, zz in F], dim=1)  # (S, n, len), (S, n)
+    return [[zero_one_error(Fl[s, :, i], z[s]) for s in range(Fl.shape[0])] for i in range(len(lengths))]
+
+
+def lengths_needed(lengths, errors, level: float) -> list:
+    """Per seed, the test length at which the error (``errors[length][seed]``) first falls to ``level``
+    (log-log interpolation, :func:`mambaicl.analysis.fits.crossing`); ``inf`` if it never does."""
+    return [crossing(lengths, [row[s] for row in errors], level, rising=False, interpolate="loglog", never=math.inf)
+            for s in range(len(errors[0]))]
+
+
+def alpha_fits(alphas, needed) -> dict:
+    """Per seed (``needed[alpha][seed]``): the power of alpha (:func:`mambaicl.analysis.thm4d.alpha_exponent`) and,
+    for each form of :data:`mambaicl.analysis.thm4d.FORMS`, the fitted constant and rms log residual; ``nan``
+    for a seed whose length is not reached at some alpha."""
+    S = len(needed[0])
+    out = {"exponent": [], **{f: {"C": [], "rms": []} for f in FORMS}}
+    for s in range(S):
+        ls = [needed[i][s] for i in range(len(alphas))]
+        ok = all(math.isfinite(v) for v in ls)
+        out["exponent"].append(alpha_exponent(alphas, ls) if ok else math.nan)
+        for f in FORMS:
+            C, rms = fit_form(f, alphas, ls) if ok else (math.nan, math.nan)
+            out[f]["C"].append(C)
+            out[f]["rms"].append(rms)
+    return out
+
+
+@dataclass
+class AblationsResult(Result):
+    """What ``reproduce fig2_ablations`` writes (per-seed lists in ``seeds`` order)."""
+
+    preset: str
+    seeds: list
+    task_sets: dict  # {name: training tasks}
+    all_task: dict  # {model label: [error at alpha = 0, all tasks, per seed]}
+    groups: dict  # {model label: {group: [error per seed]}} at alpha = 0
+    group_sizes: dict  # {model label: {group: number of tasks}}
+    n_task: int
+    m_alphas: list
+    m_errors: dict  # {model label: [[error of seed s] per alpha]}, rule A, all tasks
+    thm4d: dict  # alphas, lengths, level, errors [alpha][length][seed], needed [alpha][seed], fits
+    final_train_loss: dict  # {model label: mean over seeds of the last recorded batch loss}
+    config: dict
+    models: dict = internal()  # {model label: (stack, slots)}
+
+    def summary(self) -> str:
+        lines = [f"{k:>24}: all tasks {sum(v) / len(v):.3f}; " + "; ".join(
+            f"{g} {sum(e) / len(e):.3f}" for g, e in self.groups[k].items()) for k, v in self.all_task.items()]
+        ex = [v for v in self.thm4d["fits"]["exponent"] if v == v]
+        return "\n".join(lines + [f"Theorem 4(d): power of alpha {sum(ex) / max(len(ex), 1):.2f} (mean over seeds)"])
+
+
+def _labels(preset: AblationsPreset) -> list:
+    return [CYCLE, *preset.task_sets, f"cycle, M1 = {preset.large_M1}", f"{M_SMALL} = {preset.m_small}",
+            f"linear, {M_SMALL} = {preset.m_small}", "linear"]
+
+
+def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True,
+        reuse: dict | None = None) -> AblationsResult:
+    """Train every model of the ablations as members of one engine call and measure them.
+
+    Args:
+        reuse: ``{"mamba": stack, "linear": stack}`` of Figure 2's models for ``seeds`` (e.g. ``fig2.run``'s
+            ``models``), used instead of retraining the cycle's Mamba and linear Transformer (the chapter).
+    """
+    seeds = resolve_seeds(seeds)
+    reuse = dict(reuse or {})
+    base = preset.base
+    pat = fig2.patterns(base)
+    pat_l = make_patterns(_large_data(preset), torch_generator(base.pattern_seed, "patterns"), dtype=pat.mu.dtype)
+    labels = _labels(preset)
+    M1 = base.data.M1
+    spec = {CYCLE: ("mamba", pat, base.data, task_set(CYCLE, M1), base.train["mamba"].m),
+            **{n: ("mamba", pat, base.data, task_set(n, M1), base.train["mamba"].m) for n in preset.task_sets},
+            labels[-4]: ("mamba", pat_l, _large_data(preset), task_set(CYCLE, preset.large_M1), base.train["mamba"].m),
+            labels[-3]: ("mamba", pat, base.data, task_set(CYCLE, M1), preset.m_small),
+            labels[-2]: ("linear", pat, base.data, task_set(CYCLE, M1), preset.m_small),
+            "linear": ("linear", pat, base.data, task_set(CYCLE, M1), base.train["linear"].m)}
+    reused = {CYCLE: reuse.get("mamba"), "linear": reuse.get("linear")}
+    members, owner = [], []
+    data_of = {}
+    for lab, (kind, p, dcfg, tasks, m) in spec.items():
+        if reused.get(lab) is not None:
+            continue
+        data = data_of.setdefault((id(p), lab), SyntheticData(p, dcfg, tasks))
+        tr = base.train[kind]
+        members += [Member(s, kind, data, tr.lr, m=m, delta=tr.delta, dtype=p.mu.dtype) for s in seeds]
+        owner += [(lab, i) for i in range(len(seeds))]
+    trained = train(members, base.train["mamba"], device=resolve_device(device), progress=progress)
+    models, final = {}, {}
+    for lab in spec:
+        if reused.get(lab) is not None:
+            models[lab] = (reused[lab], list(range(len(seeds))))
+            continue
+        idx = [i for i, (o, _) in enumerate(owner) if o == lab]
+        models[lab] = (trained.model(idx[0]), [trained.slot(i) for i in idx])
+        final[lab] = sum(trained.losses(i)[-1] for i in idx) / len(idx)
+    # alpha = 0: every task, every model; group errors by each model's own training set
+    all_task, groups, sizes = {}, {}, {}
+    stacks = {}  # id(patterns) -> distinct stacks tested on them
+    for lab, (stack, _) in models.items():
+        group = stacks.setdefault(id(spec[lab][1]), (spec[lab][1], []))[1]
+        if all(st is not stack for st in group):
+            group.append(stack)
+    per_task = {}  # id(stack) -> [member][task]
+    for p, group in stacks.values():
+        for st, errs in zip(group, _per_task([(st, _member_seeds(models, st)) for st in group], p, base, seeds,
+                                             preset.n_task)):
+            per_task[id(st)] = errs
+    for lab, (stack, slots) in models.items():
+        errs = [per_task[id(stack)][k] for k in slots]  # [seed][task]
+        all_task[lab] = [sum(e) / len(e) for e in errs]
+        by_group = tasks_by_group_for(spec[lab][3], spec[lab][1].mu.shape[0])
+        groups[lab] = {g: [sum(e[t] for t in ts) / len(ts) for e in errs] for g, ts in by_group.items()}
+        sizes[lab] = {g: len(ts) for g, ts in by_group.items()}
+    # Figure 2 at m = l + 1 beside m = d + 1: rule A, all tasks, one draw per alpha for the four models
+    m_labs = (CYCLE, labels[-3], "linear", labels[-2])
+    pairs = [(models[lab][0], _member_seeds(models, models[lab][0])) for lab in m_labs]
+    rows = [member_errors(pairs, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(M1),
+                          preset.n_m, seeds, f"ablations/m/{float(a)}") for a in preset.m_alphas]  # [alpha][model][member]
+    m_errors = {lab: [[row[i][k] for k in models[lab][1]] for row in rows] for i, lab in enumerate(m_labs)}
+    # Theorem 4(d): the Figure 2 linear Transformer at growing l_ts, alphas below 1/2
+    lin, slots = models["linear"]
+    if slots != list(range(lin.n_seeds)):
+        raise RuntimeError("the linear Transformer's stack must hold exactly the seeds, in order")
+    err4 = [error_by_length(lin, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(M1),
+                            preset.n_4d, preset.lengths, torch_generators(seeds, f"ablations/4d/{float(a)}"))
+            for a in preset.alphas_4d]
+    needed = [lengths_needed(preset.lengths, e, preset.level) for e in err4]
+    thm4d = {"alphas": list(preset.alphas_4d), "lengths": list(preset.lengths), "level": preset.level,
+             "errors": err4, "needed": needed, "fits": alpha_fits(preset.alphas_4d, needed)}
+    cfg = to_dict(preset)
+    cfg["task_set_tasks"] = {n: task_set(n, M1).tolist() for n in (CYCLE, *preset.task_sets)}
+    return AblationsResult(preset=preset.name, seeds=list(seeds), task_sets=cfg["task_set_tasks"], all_task=all_task,
+                           groups=groups, group_sizes=sizes, n_task=preset.n_task, m_alphas=list(preset.m_alphas),
+                           m_errors=m_errors,
+                           thm4d=thm4d, final_train_loss=final, config=cfg, models=models)
