@@ -74,7 +74,8 @@ def test_boundary_preset_checks_kappas_and_levels():
 
 
 def test_predict_zero_reference_is_the_mean_squared_target():
-    pre = dataclasses.replace(regression.TINY, app14=None, deep={}, alphas=(0.0,), lengths=(4,))
+    pre = dataclasses.replace(regression.TINY, app14=None, deep={}, alphas=(0.0,), lengths=(4,),
+                              one_layer={k: dataclasses.replace(t, steps=2) for k, t in regression.TINY.one_layer.items()})
     r = regression.run(pre, seeds=(0, 1), progress=False)
     from mambaicl.data.regression import regression_prompts
 
