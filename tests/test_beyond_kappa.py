@@ -9,7 +9,7 @@ import torch
 from mambaicl.config import SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DeepConfig, TrainConfig
 from mambaicl.data import all_tasks, make_patterns, test_prompts
 from mambaicl.experiments import boundary, regression
-from mambaicl.experiments.convergence import train_until_converged
+from mambaicl.convergence import train_until_converged
 from mambaicl.seeding import torch_generator, torch_generators
 from mambaicl.train import train
 

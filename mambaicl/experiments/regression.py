@@ -21,7 +21,7 @@ Glossary (code name -> paper symbol):
 ``patience``        three-layer stacks train until their validation loss (Definition-1-like prompts
                     at ``p_a``, stream ``(s, "validation/linreg/<l>")``) has not reached a new low for
                     ``patience`` checks ``check_every`` steps apart, at most ``deep_train.steps``
-                    (:mod:`mambaicl.experiments.convergence`); 0: a fixed ``deep_train.steps``
+                    (:mod:`mambaicl.convergence`); 0: a fixed ``deep_train.steps``
 ==================  ====================================================================
 
 Errors of the linear-regression task are Garg et al.'s normalised squared error
@@ -49,7 +49,7 @@ from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator, torch_generators
 from ..train import Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from .convergence import train_until_converged
+from ..convergence import train_until_converged
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "CONVERGED", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",

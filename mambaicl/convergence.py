@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import ConfigError, TrainConfig, check_instance, check_int
-from ..train import MemberStack, train
+from .config import ConfigError, TrainConfig, check_instance, check_int
+from .train import MemberStack, train
 
 __all__ = ["Convergence", "train_until_converged"]
 
