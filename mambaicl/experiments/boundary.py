@@ -12,6 +12,10 @@ Glossary (code name -> paper symbol):
                     ``alpha`` at which a seed's test error first reaches ``level`` (linear
                     interpolation between grid points; :func:`mambaicl.analysis.fits.crossing`)
 ``censored``        the error never reached ``level`` on the grid: ``alpha* >= max(alphas)``
+``kappas``          test outlier magnitudes ``kappa_a'`` (Eq. (5)); ``kappas[0]`` is the preset's
+                    ``test.kappa_a_prime`` (Figure 2's ``kappa_a / L``), the others re-test the same
+                    trained models (Theorem 2(b) allows ``kappa_a' >= kappa_a``)
+``levels``          further error levels at which the boundary is read (the training is the same)
 ``*_d``             the ``alpha`` limits implied by Theorems 2(d) / 4(d) (prompt long enough for the
                     outlier fraction), with their unspecified constants set to 1
 ==================  ====================================================================
@@ -27,7 +31,8 @@ confused with an effect of ``p_a`` or of ``l_ts``. Everything else is Figure 2's
 ``j``, seed ``s``) by :func:`mambaicl.train.train`. Member ``(j, s)`` draws its initial values from
 ``(s, "init")`` and its training prompts from ``(s, "train")``; the engine's draw-replay gives each
 member exactly the prompts a run of that seed and ``p_a`` alone would see (tested in ``tests/test_train.py``). Test prompts come from ``(s, "test/boundary/<l_ts>/<alpha>")`` and are the same for
-every ``p_a`` and model (paired comparisons).
+every ``p_a``, model and ``kappa_a'`` (paired comparisons: only the outlier magnitude differs between
+the ``kappas``).
 """
 from __future__ import annotations
 
@@ -39,7 +44,8 @@ from dataclasses import dataclass
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.theory import alpha_threshold_lt, alpha_threshold_mamba
 from ..analysis.fits import crossing
-from ..config import (ONE_LAYER_KINDS, RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, check_choice,
+from ..config import (ONE_LAYER_KINDS, RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig,
+                      check_choice,
                       check_int, check_trains, choice, choices, instance, integer, integers, real, reals,
                       synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
@@ -59,10 +65,12 @@ class BoundaryPreset(Preset):
 
     p_as: tuple = reals((0.2, 0.35, 0.5, 0.65, 0.8), 0.0, 1.0, high_open=True, distinct=True)
     l_tss: tuple = integers((10, 20, 30, 40, 60), 1, distinct=True)
-    alphas: tuple = reals((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95), 0.0, 1.0, high_open=True,
-                          min_len=2, increasing=True)
+    alphas: tuple = reals((0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99), 0.0, 1.0,
+                          high_open=True, min_len=2, increasing=True)
     models: tuple = choices(("mamba", "mamba_merged", "linear"), ONE_LAYER_KINDS)
     level: float = real(0.25, 0.0, 1.0, low_open=True, high_open=True)
+    levels: tuple = reals((0.1,), 0.0, 1.0, low_open=True, high_open=True, min_len=0, distinct=True)
+    kappas: tuple = reals((SYNTHETIC_TEST.kappa_a_prime, SYNTHETIC_DATA.kappa_a), 0.0, low_open=True, distinct=True)
     rule: str = choice("A", RULES)
     n_test: int = integer(600, 1, 4000)
     data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)
@@ -72,17 +80,28 @@ class BoundaryPreset(Preset):
 
     def _check(self) -> None:
         check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
+        if self.kappas[0] != self.test.kappa_a_prime:
+            raise ConfigError(f"kappas[0] must be test.kappa_a_prime = {self.test.kappa_a_prime!r} (the main "
+                              f"results' kappa_a'); got {self.kappas[0]!r}")
+        if self.level in self.levels:
+            raise ConfigError(f"levels must not repeat level = {self.level!r}; got {self.levels!r}")
+
+    @property
+    def all_levels(self) -> tuple:
+        """``(level, *levels)``: every error level the boundary is read at."""
+        return (self.level, *self.levels)
 
     def ratio(self, p_a: float, l_ts: int) -> float:
         """``r = p_a l_tr / l_ts``."""
         return p_a * self.data.l_tr / l_ts
 
 
-#: "theorems": 5 training p_a x 5 test l_ts (r from 0.067 to 1.6), 11 alphas up to 0.95, the three
-#: one-layer models with Figure 2's settings; boundary at error 0.25 (halfway from perfect to chance)
+#: "theorems": 5 training p_a x 5 test l_ts (r from 0.067 to 1.6), 13 alphas up to 0.99, the three
+#: one-layer models with Figure 2's settings; boundary at error 0.25 (halfway from perfect to chance) and 0.1;
+#: test outliers of magnitude kappa_a' = kappa_a / L (Figure 2's) and kappa_a' = kappa_a
 THEOREMS = BoundaryPreset(name="theorems")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
-TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40), alphas=(0.0, 0.5, 0.9),
+TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40), alphas=(0.0, 0.5, 0.9, 0.99),
                            models=("mamba", "linear"), n_test=200,
                            train=synthetic_trains(steps=40))
 PRESETS = {"theorems": THEOREMS, "tiny": TINY}
@@ -144,21 +163,41 @@ class BoundaryResult(Result):
     errors: dict  # errors[model][j][k][i]: mean over seeds
     errors_se: dict
     errors_per_seed: dict  # [model][j][k][s][i]
-    boundary: dict  # boundary[model][j][k]: {"per_seed", "censored", "mean", "se"}
+    boundary: dict  # boundary[model][j][k]: {"per_seed", "censored", "mean", "se"} (kappas[0], level)
+    kappas: list  # test outlier magnitudes kappa_a'; the fields above are at kappas[0]
+    levels: list  # [level, *further levels]
+    by_kappa: dict  # by_kappa[f"{kappa:g}"]: {"errors_per_seed", "errors", "boundary": {f"{level:g}": [model][j][k]}}
     config: dict
     models: dict = internal()
     spec: BoundaryPreset = internal()
 
-    def alpha_star(self, kind: str) -> list:
-        """Per-seed measured boundaries ``[j][k][s]`` (a censored seed counts as ``max(alphas)``)."""
-        return [[cell["per_seed"] for cell in row] for row in self.boundary[kind]]
+    def cells(self, kind: str, kappa: float | None = None, level: float | None = None) -> list:
+        """Boundary statistics ``[j][k]`` of ``kind`` at test magnitude ``kappa`` and error ``level`` (default: the
+        main ones, ``kappas[0]`` and ``level``)."""
+        kappa = self.kappas[0] if kappa is None else kappa
+        level = self.level if level is None else level
+        check_choice("kappa", kappa, tuple(self.kappas))
+        check_choice("level", level, tuple(self.levels))
+        return self.by_kappa[f"{kappa:g}"]["boundary"][f"{level:g}"][kind]
 
-    def effect(self, kind: str, along: str) -> list:
+    def alpha_star(self, kind: str, kappa: float | None = None, level: float | None = None) -> list:
+        """Per-seed measured boundaries ``[j][k][s]`` (a censored seed counts as ``max(alphas)``)."""
+        return [[cell["per_seed"] for cell in row] for row in self.cells(kind, kappa, level)]
+
+    def beyond_half(self, kind: str, kappa: float | None = None, level: float | None = None) -> list:
+        """Per seed, the smallest ``alpha* - 1/2`` over the cells with ``r = p_a l_tr / l_ts <= 1/2``: there Theorem
+        2(c) guarantees Mamba no more than Theorem 4(c) guarantees the linear Transformer (``alpha < 1/2``); ``> 0``
+        in every such cell means Mamba is robust past 1/2 where condition (c) does not say so."""
+        A = self.alpha_star(kind, kappa, level)
+        cells = [(j, k) for j in range(len(self.p_as)) for k in range(len(self.l_tss)) if self.ratio[j][k] <= 0.5]
+        return [min(A[j][k][s] - 0.5 for j, k in cells) for s in range(len(self.seeds))]
+
+    def effect(self, kind: str, along: str, kappa: float | None = None, level: float | None = None) -> list:
         """Per seed: mean ``alpha*`` at the largest value of ``along`` (``"p_a"`` or ``"l_ts"``) minus the mean at
         the smallest, averaged over the other axis. Theorem 2(c) predicts ``> 0`` along ``p_a`` and ``< 0`` along
         ``l_ts`` for Mamba (while ``r < 1``); Theorem 4(c) predicts 0 for the linear Transformer."""
         check_choice("along", along, ("p_a", "l_ts"))
-        A = self.alpha_star(kind)
+        A = self.alpha_star(kind, kappa, level)
         J, K, S = len(A), len(A[0]), len(A[0][0])
         if along == "p_a":
             return [sum(A[J - 1][k][s] - A[0][k][s] for k in range(K)) / K for s in range(S)]
@@ -180,42 +219,49 @@ def _boundary_stats(per_seed: list, alpha_max: float) -> dict:
     return {"per_seed": vals, "censored": censored, "mean": m, "se": 0.0 if math.isnan(se) else se}
 
 
+def _grid_stats(err: dict, preset: BoundaryPreset) -> tuple:
+    """Means, SEs (test prompts counted) and boundaries ``{level: [kind][j][k]}`` of per-seed errors ``[kind][j][k][s][i]``."""
+    S, amax = len(next(iter(err.values()))[0][0]), float(preset.alphas[-1])
+    errors, ses, bound = {}, {}, {lvl: {} for lvl in preset.all_levels}
+    for kind, rows in err.items():
+        stats = [[[error_mean_se([cell[s][i] for s in range(S)], preset.n_test) for i in range(len(preset.alphas))]
+                  for cell in row] for row in rows]
+        errors[kind] = [[[m for m, _ in c] for c in row] for row in stats]
+        ses[kind] = [[[se for _, se in c] for c in row] for row in stats]
+        for lvl in preset.all_levels:
+            bound[lvl][kind] = [[_boundary_stats([crossing(preset.alphas, cell[s], lvl) for s in range(S)], amax)
+                                 for cell in row] for row in rows]
+    return errors, ses, bound
+
+
 def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> BoundaryResult:
-    """Train every model at every ``p_a`` (all seeds at once), test on the ``(l_ts, alpha)`` grid, find the boundaries."""
+    """Train every model at every ``p_a`` (all seeds at once), test on the ``(kappa_a', l_ts, alpha)`` grid, find
+    the boundaries at every level."""
     seeds = resolve_seeds(seeds)
     S, J = len(seeds), len(preset.p_as)
     pat = make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
     tasks = all_tasks(preset.data.M1)
     trained = {k: trained_grid(preset, k, pat, seeds, device=device, progress=progress)[0] for k in preset.models}
-    # err[kind][j][k][s][i]
-    err = {kind: [[[[0.0] * len(preset.alphas) for _ in range(S)] for _ in preset.l_tss] for _ in range(J)]
-           for kind in preset.models}
-    for k, l_ts in enumerate(preset.l_tss):
-        for i, a in enumerate(preset.alphas):
-            test = dataclasses.replace(preset.test, l_ts=int(l_ts), alpha=float(a), rule=preset.rule)
-            gens = [g for _ in range(J) for g in torch_generators(seeds, f"test/boundary/{int(l_ts)}/{float(a)}")]
-            pr = test_prompts(pat, test, tasks, preset.n_test, gens)  # (J S, n, ...), the same for every p_a
-            for kind, stack in trained.items():
-                F = predict(stack, pr)  # (J S, n)
-                for j in range(J):
-                    for s in range(S):
-                        err[kind][j][k][s][i] = zero_one_error(F[j * S + s], pr.z[j * S + s])
-    errors, ses, bound = {}, {}, {}
-    amax = float(preset.alphas[-1])
-    for kind in preset.models:
-        errors[kind], ses[kind], bound[kind] = [], [], []
-        for j in range(J):
-            row_m, row_se, row_b = [], [], []
-            for k in range(len(preset.l_tss)):
-                cell = err[kind][j][k]  # [s][i]
-                stats = [error_mean_se([cell[s][i] for s in range(S)], preset.n_test) for i in range(len(preset.alphas))]
-                row_m.append([m for m, _ in stats])
-                row_se.append([se for _, se in stats])
-                row_b.append(_boundary_stats([crossing(preset.alphas, cell[s], preset.level) for s in range(S)],
-                                             amax))
-            errors[kind].append(row_m)
-            ses[kind].append(row_se)
-            bound[kind].append(row_b)
+    # err[kappa][kind][j][k][s][i]
+    err = {kap: {kind: [[[[0.0] * len(preset.alphas) for _ in range(S)] for _ in preset.l_tss] for _ in range(J)]
+                 for kind in preset.models} for kap in preset.kappas}
+    for kap in preset.kappas:
+        for k, l_ts in enumerate(preset.l_tss):
+            for i, a in enumerate(preset.alphas):
+                test = dataclasses.replace(preset.test, l_ts=int(l_ts), alpha=float(a), rule=preset.rule,
+                                           kappa_a_prime=float(kap))
+                gens = [g for _ in range(J) for g in torch_generators(seeds, f"test/boundary/{int(l_ts)}/{float(a)}")]
+                pr = test_prompts(pat, test, tasks, preset.n_test, gens)  # (J S, n, ...), the same for every p_a
+                for kind, stack in trained.items():
+                    F = predict(stack, pr)  # (J S, n)
+                    for j in range(J):
+                        for s in range(S):
+                            err[kap][kind][j][k][s][i] = zero_one_error(F[j * S + s], pr.z[j * S + s])
+    stats = {kap: _grid_stats(err[kap], preset) for kap in preset.kappas}
+    errors, ses, bound = stats[preset.kappas[0]]
+    by_kappa = {f"{kap:g}": {"errors_per_seed": err[kap], "errors": stats[kap][0],
+                             "boundary": {f"{lvl:g}": b for lvl, b in stats[kap][2].items()}}
+                for kap in preset.kappas}
     ratio = [[preset.ratio(p, l) for l in preset.l_tss] for p in preset.p_as]
     return BoundaryResult(preset=preset.name, seeds=list(seeds), p_as=list(preset.p_as), l_tss=list(preset.l_tss),
                           alphas=list(preset.alphas), l_tr=preset.data.l_tr, level=preset.level, n_test=preset.n_test,
@@ -225,5 +271,6 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
                           predicted_linear=alpha_threshold_lt(),
                           predicted_mamba_d=[alpha_limit_mamba_d(int(l), preset.data.M1) for l in preset.l_tss],
                           predicted_linear_d=[alpha_limit_lt_d(int(l), preset.data.M1) for l in preset.l_tss],
-                          errors=errors, errors_se=ses, errors_per_seed=err,
-                          boundary=bound, config=to_dict(preset), models=trained, spec=preset)
+                          errors=errors, errors_se=ses, errors_per_seed=err[preset.kappas[0]],
+                          boundary=bound[preset.level], kappas=list(preset.kappas), levels=list(preset.all_levels),
+                          by_kappa=by_kappa, config=to_dict(preset), models=trained, spec=preset)

@@ -40,6 +40,7 @@ MODEL_KEYS = {
     "mamba_merged": ("mamba_merged", "-", LABELS["mamba_merged"]),
     "linear": ("linear", "-", LABELS["linear"]),
     "least_squares": ("oracle", ":", "least squares on the clean examples"),
+    "predict_zero": ("other", "-.", "predict 0"),
 }
 
 
