@@ -68,8 +68,9 @@ def test_token_norms_need_a_deep_stack():
         token_norms(build_model("mamba", SYNTHETIC_DATA.d, generators=[torch.Generator().manual_seed(0)]), pr)
 
 
+@pytest.mark.slow  # a deep stack trained and checked (~10 s CPU)
 def test_train_to_plateau_keeps_each_members_best_check():
-    preset = _small(train=dataclasses.replace(M.FIG3.train, steps=15))
+    preset = _small(train=dataclasses.replace(M.FIG3.train, steps=15, batch_size=16))
     members = M.seed_members(preset, (0, 1), lr=0.03)
     pat, data = members[0].data.pat, members[0].data.config
     val = [validation_prompts(pat, data, s, 16) for s in (0, 1)]
