@@ -114,7 +114,8 @@ FIG3_NONE = dataclasses.replace(FIG3, name="fig3_none", model=dataclasses.replac
                                 n_placement=0)
 #: the same question for three standard Mamba-1 blocks (Gu & Dao 2023), smaller to fit the CPU budget, Adam with
 #: the step size searched over 3e-3, 1e-3, 3e-4; errors by task group only (its Corollary 1 probe materialises an
-#: (L, L, E, N) gate); the sums are recorded at the end only
+#: (L, L, E, N) gate); the sums are recorded at step 600 only (so at initialisation only when training stops
+#: earlier)
 MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers=3, d_model=32),
                          train=TrainConfig(lr=1e-3, batch_size=32, steps=600, optimizer="adam"), n_test=256, J=6,
                          n_group=256, group_sums=False, record_steps=(600,), n_sums=64, lrs=(3e-3, 1e-3, 3e-4),

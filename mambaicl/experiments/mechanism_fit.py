@@ -24,7 +24,6 @@ every reversed prompt (error near 1); a model that reads the labels from the con
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -202,7 +201,3 @@ def token_norms(model, pr: Prompts) -> list:
             x = x + mixer(u)
     return res
 
-
-def replace_lr(members: list, lr: float) -> list:
-    """``members`` with step size ``lr``."""
-    return [dataclasses.replace(m, lr=float(lr)) for m in members]
