@@ -86,6 +86,18 @@ def test_train_to_plateau_keeps_each_members_best_check():
             k = fit.checks.index(fit.best_step[i])
             assert len(fit.checks) - 1 - k >= 1
     assert validation_losses(fit.model, val, "hinge") == pytest.approx(fit.best_loss, abs=1e-6)
+    assert fit.diverged == [False, False]
+
+
+@pytest.mark.slow  # a deep stack at a diverging step size (~6 s CPU)
+def test_train_to_plateau_marks_a_diverging_member_and_keeps_its_best_check():
+    preset = _small(train=dataclasses.replace(M.FIG3.train, steps=30, batch_size=16))
+    members = M.seed_members(preset, (0,), lr=1.0)  # too large for this stack: the loss turns non-finite
+    pat, data = members[0].data.pat, members[0].data.config
+    val = [validation_prompts(pat, data, 0, 16)]
+    fit = train_to_plateau(members, preset.train, val, every=5, patience=2)
+    assert fit.diverged == [True] and math.isfinite(fit.best_loss[0])
+    assert validation_losses(fit.model, val, "hinge")[0] == pytest.approx(fit.best_loss[0], abs=1e-6)
 
 
 def test_train_to_plateau_checks_its_arguments():
@@ -109,6 +121,7 @@ def test_run_searches_on_held_out_seeds_and_writes_errors_by_group_per_model():
     groups = d["errors_by_group"]["small"]
     assert set(groups) == {"training", "reversed", "distance 2", "distance 3"} and all(len(v) == 2 for v in groups.values())
     assert len(res.best_step) == 2 and len(res.val_loss) == 2 and res.final_train_loss == []
+    assert len(res.diverged) == 2 and all(isinstance(v, bool) for v in res.diverged)
     assert len(res.token_norms) == 2 and len(res.token_norms[0]["u_ratio"]) == 2
     # the group errors are those of the evaluator on the same streams (independent path)
     from mambaicl.evaluate import errors_by_task_group

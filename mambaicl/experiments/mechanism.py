@@ -149,6 +149,7 @@ class SeedRun:
     best_step: int = -1
     val_loss: float = math.nan
     stopped: int = -1
+    diverged: bool = False
 
 
 def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
@@ -230,7 +231,8 @@ def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, dev
         fit = train_to_plateau(group, preset.train, val, every=preset.val_every, patience=preset.patience,
                                device=device, callback=callback, progress=progress)
         return [SeedRun(model=_member(fit.model, i).eval(), history=None, recorder=rec, patterns=pat,
-                        best_step=fit.best_step[i], val_loss=fit.best_loss[i], stopped=fit.stopped)
+                        best_step=fit.best_step[i], val_loss=fit.best_loss[i], stopped=fit.stopped,
+                        diverged=fit.diverged[i])
                 for i, rec in enumerate(recs)]
     trained = train(group, preset.train, device=device, progress=progress, record_every=record_every,
                     callback=callback)
@@ -278,6 +280,7 @@ class MechanismResult(Result):
     best_step: list = dataclasses.field(default_factory=list)  # per seed: updates kept (val_every) or []
     stopped: int = -1  # updates run before every seed's validation loss stopped improving (-1: fixed steps)
     val_loss: list = dataclasses.field(default_factory=list)  # per seed: validation loss at the kept check
+    diverged: list = dataclasses.field(default_factory=list)  # per seed: training diverged (it keeps its best check)
     token_norms: list = dataclasses.field(default_factory=list)  # per layer {quantity: [per seed]} (n_norms)
     runs: list = internal()  # [SeedRun] in seeds order
     reports: list = internal()  # [[LayerReport per layer] per seed]
@@ -406,4 +409,5 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
                            best_step=[r.best_step for r in runs] if preset.val_every else [],
                            stopped=runs[0].stopped if preset.val_every else -1,
                            val_loss=[r.val_loss for r in runs] if preset.val_every else [], token_norms=norms,
+                           diverged=[r.diverged for r in runs] if preset.val_every else [],
                            runs=runs, reports=reports, prompts=first_pr)

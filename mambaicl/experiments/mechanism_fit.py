@@ -107,6 +107,7 @@ class Plateau:
     validation curves (``checks``: update counts, ``curves[i]``: member ``i``'s losses)."""
 
     model: object = field(repr=False)
+    diverged: list  # per member: its loss turned non-finite (it stopped moving; it keeps its best check before)
     best_step: list
     best_loss: list
     stopped: int
@@ -120,7 +121,9 @@ def train_to_plateau(members: list, cfg: TrainConfig, val: list, *, every: int, 
     member's loss on its validation prompts ``val[i]``; stop when every member has gone ``patience`` checks
     without a new minimum, and give each member back its parameters of its best check (step 0 included).
 
-    ``callback(step, model)`` (e.g. Corollary 1's recorder) runs after every update, before the check.
+    ``callback(step, model)`` (e.g. Corollary 1's recorder) runs after every update, before the check. A member
+    whose loss turns non-finite stops moving (``nonfinite="mark"``), counts as not improving, keeps its best check
+    before that and is listed in ``Plateau.diverged``.
     All members must form one group of the engine (one model kind and setting)."""
     check_int("every", every, 1)
     check_int("patience", patience, 1)
@@ -130,13 +133,15 @@ def train_to_plateau(members: list, cfg: TrainConfig, val: list, *, every: int, 
         raise ConfigError("train_to_plateau needs members of one engine group (same model_key)")
     n = len(members)
     state = {"best": [math.inf] * n, "step": [0] * n, "bad": [0] * n, "params": [None] * n, "model": None,
-             "checks": [], "curves": [[] for _ in range(n)], "stopped": cfg.steps}
+             "checks": [], "curves": [[] for _ in range(n)], "stopped": cfg.steps, "diverged": [False] * n}
 
     def check(step: int, model) -> None:
         losses = validation_losses(model, val, cfg.loss)
         state["checks"].append(step)
         for i, v in enumerate(losses):
             state["curves"][i].append(v)
+            if not math.isfinite(v):
+                state["diverged"][i] = True
             if v < state["best"][i]:
                 state["best"][i], state["step"][i], state["bad"][i] = v, step, 0
                 state["params"][i] = copy.deepcopy(member_model(model, i).state_dict())
@@ -160,8 +165,9 @@ def train_to_plateau(members: list, cfg: TrainConfig, val: list, *, every: int, 
     check(0, build_members(list(members), torch.device(device if device is not None else "cpu")))
     try:
         trained = train(members, cfg, device=device, progress=progress, record_every=max(cfg.steps, 1),
-                        callback=cb)
+                        callback=cb, nonfinite="mark")
         state["model"] = trained.groups[0].model
+        state["diverged"] = [a or b for a, b in zip(state["diverged"], trained.groups[0].dead)]
     except _Stop:
         pass
     model = state["model"]
@@ -169,7 +175,7 @@ def train_to_plateau(members: list, cfg: TrainConfig, val: list, *, every: int, 
         raise ConfigError("train_to_plateau needs cfg.steps >= 1")
     for i in range(n):
         member_model(model, i).load_state_dict(state["params"][i])
-    return Plateau(model=model, best_step=list(state["step"]), best_loss=list(state["best"]),
+    return Plateau(model=model, diverged=list(state["diverged"]), best_step=list(state["step"]), best_loss=list(state["best"]),
                    stopped=state["stopped"], checks=state["checks"], curves=state["curves"])
 
 
