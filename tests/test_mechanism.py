@@ -185,6 +185,7 @@ def _tiny(preset, steps=12, **kw):
     from mambaicl.experiments.mechanism import log_steps as ls
 
     train = dataclasses.replace(preset.train, steps=steps)
+    kw = {"lrs": (), "val_every": 0, "n_norms": 0, **kw}  # fixed steps (the fitting protocol: test_deep_icl.py)
     return dataclasses.replace(preset, name="tiny", train=train, record_steps=ls(steps, 5), n_test=64, n_sums=16,
                                **kw)
 
@@ -214,7 +215,8 @@ def test_run_reports_every_layer_group_and_placement_and_is_byte_identical():
                    n_group=8, n_placement=8, J=3)
     res = run(preset, seeds=(0, 1), progress=False)
     assert len(res.layers) == 3 and len(res.test_error) == 2
-    assert set(res.errors_by_group) == {"training", "reversed", "distance 2", "distance 3"}
+    assert set(res.errors_by_group) == {"tiny"}  # {model: {group: [per seed]}}
+    assert set(res.groups) == {"training", "reversed", "distance 2", "distance 3"}
     assert set(res.placement) == {"FQ", "R", "CQ"} and len(res.placement["FQ"]["error"]) == 2
     assert res.sums["steps"][0] == 0 and len(res.sums["same"][0]) == len(res.sums["steps"])
     steps, mean, se = res.sum_curve(2, "same")
@@ -262,7 +264,7 @@ def test_mechanism_groups_select_the_tasks_and_are_validated():
     from mambaicl.data import task_groups
     from mambaicl.experiments.mechanism import FIG3, mechanism_tasks
 
-    tasks = mechanism_tasks(FIG3)
+    tasks = mechanism_tasks(dataclasses.replace(FIG3, mechanism_groups=("training", "reversed")))
     assert set(task_groups(tasks, 6)) == {"training", "reversed"} and len(tasks) == 12
     assert len(mechanism_tasks(dataclasses.replace(FIG3, mechanism_groups=()))) == 30
     with pytest.raises(ValueError, match="mechanism_groups"):

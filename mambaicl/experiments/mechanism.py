@@ -10,7 +10,13 @@ Glossary (code name -> paper symbol):
 ``same``, ``other``   Corollary 1's sums over ``N_1`` and over the other examples, per layer
 ``gate_outlier``      median gate of outlier / clean examples, per layer (Corollary 2(i))
 ``rank``              median ``G_{h(j)}``, ``j = 1..J`` (Corollary 2(ii)); ``decay_*`` its fit vs ``2^{-(j-1)}``
-``errors_by_group``   test error per task group (training, reversed, distance 2, distance 3)
+``errors_by_group``   ``{model: {task group: [per seed]}}``: test error per task group (training, reversed,
+                      distance 2, distance 3); a model that memorised the training tasks fails every
+                      reversed task (:mod:`mambaicl.experiments.mechanism_fit`)
+``lrs``               step sizes searched on held-out seeds (``n_search`` of them, ``search_steps``
+                      updates, scored by the validation loss); ``()``: the preset's ``train.lr``
+``val_every``         check the validation loss every ``val_every`` updates and stop when ``patience``
+                      checks bring no new minimum (each seed keeps its best check); 0: ``train.steps``
 ``group_sums``        Corollary 1's sums per task group and layer (where the error comes from)
 ``placement``         error and gate mass with the outliers far from / random / close to the query
 ``mechanism_groups``  task groups whose prompts Corollaries 1-2 are measured on (default: all tasks)
@@ -30,20 +36,22 @@ from typing import Optional
 import torch
 
 from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
+from ..evaluate import errors_by_task_group
 from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
-                      check_int, check_ints, choices, instance, integer, integers, real, to_dict)
+from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
+                      check_int, check_ints, choices, flag, instance, integer, integers, real, reals, to_dict)
 from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
 from ..members import build_members
 from ..train import Member, MemberStack, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from .mechanism_fit import search_step_size, token_norms, train_to_plateau, validation_prompts
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
-           "seed_runs", "run", "log_steps", "decay_summary", "mechanism_tasks"]
+           "seed_runs", "search", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
 
 
@@ -71,9 +79,19 @@ class MechanismPreset(Preset):
     # task groups the Corollary 1-2 prompts come from; () = all tasks
     mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(SYNTHETIC_DATA.M1), SYNTHETIC_DATA.M1))),
                                       min_len=0)
+    group_sums: bool = flag(True)  # also Corollary 1's sums per task group (False: errors only)
+    lrs: tuple = reals((), 0.0, low_open=True, min_len=0, distinct=True)  # step sizes searched; (): train.lr
+    n_search: int = integer(3, 1)  # search seeds, disjoint from the reported ones
+    search_steps: int = integer(100, 1)  # updates of each search run
+    val_every: int = integer(0, 0)  # 0: train.steps updates; else check the validation loss this often
+    patience: int = integer(4, 1)  # checks without a new minimum before stopping
+    n_val: int = integer(256, 1)  # validation prompts per seed (training tasks, stream (s, "val"))
+    n_norms: int = integer(0, 0)  # test prompts of the token-norm check (deep stacks); 0: skip
 
     def _check(self) -> None:
         check_ints("record_steps", self.record_steps, 1, self.train.steps, min_len=0)
+        if self.n_norms and self.model is None:
+            raise ConfigError("n_norms must be 0 for the one-layer model (token norms are read in deep stacks)")
 
     @property
     def steps_to_record(self) -> tuple:
@@ -83,26 +101,28 @@ class MechanismPreset(Preset):
 #: the one-layer Mamba of Eq. (3) with Figure 2's step size, at p_a = 0.4 (§4.1)
 ONE_LAYER = MechanismPreset(name="one_layer", train=TrainConfig(lr=0.3, batch_size=64, steps=1000), n_placement=1000)
 #: Figures 3-5: the paper's three-layer Mamba (§4.1), single head, p_a = 0.4: residual layers of the paper's
-#: selective scan with pre-norm RMSNorm, trained with Algorithm 1 (SGD, hinge loss). Step size 0.03: the
-#: largest of 0.3, 0.1, 0.03 at which training does not diverge (Chapter 5 checks the other two). The hinge
-#: loss is 0 on training batches well before 250 steps. Its test error comes from tasks two and three steps
-#: away from the training tasks (Chapter 5), so Corollaries 1-2 are measured on the task groups where it is
-#: right (training and reversed tasks).
+#: selective scan with pre-norm RMSNorm, trained with Algorithm 1 (SGD, hinge loss). The step size is searched
+#: over 0.1, 0.03, 0.01 on held-out seeds (validation hinge loss after 100 updates); each seed then trains until
+#: its validation loss (training tasks, fresh prompts) has not improved for 3 checks 25 updates apart (at most
+#: 1000 updates) and keeps its best check. Corollaries 1-2 are measured on prompts of all tasks.
 FIG3 = MechanismPreset(name="fig3", model=DeepConfig(kind="mamba", n_layers=3, d_model=64, norm="rms"),
-                       train=TrainConfig(lr=0.03, batch_size=64, steps=250, optimizer="sgd", loss="hinge"),
-                       n_placement=500, mechanism_groups=("training", "reversed"))
-#: FIG3 without normalisation: its gates learn to suppress outliers in most seeds (mostly in layers 2-3), but
-#: its layers see test outliers 3.3x larger than any in training and it generalises worse (Chapter 5)
+                       train=TrainConfig(lr=0.03, batch_size=64, steps=1000, optimizer="sgd", loss="hinge"),
+                       n_placement=500, lrs=(0.1, 0.03, 0.01), n_search=2, search_steps=100, val_every=25,
+                       patience=3, n_norms=256)
+#: FIG3 without normalisation (its own step-size search and stopping)
 FIG3_NONE = dataclasses.replace(FIG3, name="fig3_none", model=dataclasses.replace(FIG3.model, norm="none"),
                                 n_placement=0)
-#: the same question for three standard Mamba-1 blocks (Gu & Dao 2023), smaller to fit the CPU budget; the
-#: sums are recorded at the end only (the Mamba-1 probe materialises its (L, L, E, N) gate)
+#: the same question for three standard Mamba-1 blocks (Gu & Dao 2023), smaller to fit the CPU budget, Adam with
+#: the step size searched over 3e-3, 1e-3, 3e-4; errors by task group only (its Corollary 1 probe materialises an
+#: (L, L, E, N) gate); the sums are recorded at step 600 only (so at initialisation only when training stops
+#: earlier)
 MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers=3, d_model=32),
-                         train=TrainConfig(lr=1e-3, batch_size=32, steps=150, optimizer="adam"), n_test=256, J=6,
-                         n_group=0, record_steps=(150,), n_sums=64)
+                         train=TrainConfig(lr=1e-3, batch_size=32, steps=600, optimizer="adam"), n_test=256, J=6,
+                         n_group=256, group_sums=False, record_steps=(600,), n_sums=64, lrs=(3e-3, 1e-3, 3e-4),
+                         n_search=2, search_steps=60, val_every=25, patience=3, n_val=128, n_norms=128)
 PRESETS = {p.name: p for p in (ONE_LAYER, FIG3, FIG3_NONE, MAMBA1)}
 DEFAULT_PRESET = "fig3"
-DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+DEFAULT_SEEDS = tuple(range(10))  # issue 17: at least 10 seeds
 
 
 def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
@@ -119,12 +139,17 @@ def build(preset: MechanismPreset, seed: int, device=None) -> torch.nn.Module:
 
 @dataclass
 class SeedRun:
-    """One seed's trained model, its training history and Corollary 1's sums along training."""
+    """One seed's trained model, its training history (``None`` when trained to a plateau) and Corollary 1's
+    sums along training; with ``val_every``, the update count it kept (``best_step``) and its validation loss."""
 
     model: torch.nn.Module
     history: object
     recorder: SumRecorder
     patterns: Patterns
+    best_step: int = -1
+    val_loss: float = math.nan
+    stopped: int = -1
+    diverged: bool = False
 
 
 def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
@@ -146,12 +171,12 @@ def _patterns(preset: MechanismPreset) -> Patterns:
     return make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"), dtype=dtype)
 
 
-def seed_members(preset: MechanismPreset, seeds) -> list:
+def seed_members(preset: MechanismPreset, seeds, lr: Optional[float] = None) -> list:
     """One :class:`mambaicl.train.Member` per seed: the preset's model (one-layer Mamba of Eq. (3), or its
-    deep stack) on Definition 1 prompts of :func:`setting` with the preset's step size."""
+    deep stack) on Definition 1 prompts of :func:`setting` with step size ``lr`` (default the preset's)."""
     data, _ = setting(preset)
     src = SyntheticData(_patterns(preset), data, training_tasks(data.M1))
-    tr = preset.train
+    tr = preset.train if lr is None else dataclasses.replace(preset.train, lr=float(lr))
     if preset.model is None:
         return [Member(s, "mamba", src, tr.lr, m=tr.m, delta=tr.delta) for s in resolve_seeds(seeds)]
     kw = preset.model.model_kwargs()
@@ -165,16 +190,28 @@ def _member(model, i: int) -> torch.nn.Module:
     return model.members[i] if isinstance(model, MemberStack) else model.member(i)
 
 
-def seed_runs(preset: MechanismPreset, seeds, *, device=None, progress: bool = False,
+def search(preset: MechanismPreset, reported, *, device=None):
+    """The step-size search of ``preset`` (:func:`mambaicl.experiments.mechanism_fit.search_step_size`) over
+    ``preset.lrs`` on ``preset.n_search`` seeds disjoint from ``reported``; ``None`` if ``preset.lrs`` is empty."""
+    if not preset.lrs:
+        return None
+    template = seed_members(preset, (0,))[0]
+    cfg = dataclasses.replace(preset.train, steps=preset.search_steps)
+    return search_step_size(template, preset.lrs, cfg, reported=tuple(reported), n_seeds=preset.n_search,
+                            n_val=preset.n_val, device=resolve_device(device))
+
+
+def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, device=None, progress: bool = False,
               record_every: int = 50) -> list[SeedRun]:
-    """Every seed of the preset trained by the engine in one call (:func:`seed_members`), recording Corollary
-    1's sums of each seed on its own prompts ``(s, "test/sums")`` at ``preset.steps_to_record`` (and before
-    training, on the engine's initial model). Seed ``s`` starts from ``(s, "init")`` and trains on
-    ``(s, "train")``, as it would alone. Returns one :class:`SeedRun` per seed (``model`` that seed's trained
-    model, ``history.loss_of(i)`` its losses)."""
+    """Every seed of the preset trained by the engine in one call (:func:`seed_members`, step size ``lr`` or the
+    preset's), recording Corollary 1's sums of each seed on its own prompts ``(s, "test/sums")`` at
+    ``preset.steps_to_record`` (and before training, on the engine's initial model). Seed ``s`` starts from
+    ``(s, "init")`` and trains on ``(s, "train")``, as it would alone; with ``preset.val_every`` every seed
+    trains until its validation loss stops improving and keeps its best check
+    (:func:`mambaicl.experiments.mechanism_fit.train_to_plateau`). Returns one :class:`SeedRun` per seed."""
     seeds = resolve_seeds(seeds)
     device = resolve_device(device)
-    group = seed_members(preset, seeds)
+    group = seed_members(preset, seeds, lr)
     pat = group[0].data.pat
     recs = [SumRecorder(_sum_prompts(preset, pat, s), steps=preset.steps_to_record) for s in seeds]
     start = build_members(group, device)  # the initial models, as the engine builds them
@@ -188,6 +225,15 @@ def seed_runs(preset: MechanismPreset, seeds, *, device=None, progress: bool = F
                 for i, rec in enumerate(recs):
                     rec.record(step + 1, _member(model, i))
 
+    if preset.val_every:
+        data, _ = setting(preset)
+        val = [validation_prompts(pat, data, s, preset.n_val) for s in seeds]
+        fit = train_to_plateau(group, preset.train, val, every=preset.val_every, patience=preset.patience,
+                               device=device, callback=callback, progress=progress)
+        return [SeedRun(model=_member(fit.model, i).eval(), history=None, recorder=rec, patterns=pat,
+                        best_step=fit.best_step[i], val_loss=fit.best_loss[i], stopped=fit.stopped,
+                        diverged=fit.diverged[i])
+                for i, rec in enumerate(recs)]
     trained = train(group, preset.train, device=device, progress=progress, record_every=record_every,
                     callback=callback)
     model, hist = trained.model(0), trained.groups[0].history
@@ -225,10 +271,17 @@ class MechanismResult(Result):
     layers: list  # per layer: {"same": [per seed], "other": ..., "gate_outlier": ..., "gate_clean": ...,
     #               "rank": [[J] per seed], "decay_factor": [per seed], "decay_min_ratio", "decay_r2", "decay_constant"}
     sums: dict  # {"steps": [...], "same": [seed][record][layer], "other": ...}
-    final_train_loss: list  # per seed
-    errors_by_group: dict  # {task group: [per seed]} on n_group prompts per group ({} if n_group = 0)
+    final_train_loss: list  # per seed: last training batch's loss (fixed-steps training; [] when trained to a plateau)
+    errors_by_group: dict  # {model: {task group: [per seed]}} on n_group prompts per group ({} if n_group = 0)
     group_sums: dict  # {task group: {"same": [seed][layer], "other": [seed][layer]}} on the same prompts
     placement: dict  # {"FQ"/"R"/"CQ": {quantity: [per seed]}} ({} if n_placement = 0)
+    lr: float = math.nan  # the step size the reported seeds trained with (searched if the preset has lrs)
+    search: dict = dataclasses.field(default_factory=dict)  # {"lrs", "seeds", "mean", "per_seed", "best"} or {}
+    best_step: list = dataclasses.field(default_factory=list)  # per seed: updates kept (val_every) or []
+    stopped: int = -1  # updates run before every seed's validation loss stopped improving (-1: fixed steps)
+    val_loss: list = dataclasses.field(default_factory=list)  # per seed: validation loss at the kept check
+    diverged: list = dataclasses.field(default_factory=list)  # per seed: training diverged (it keeps its best check)
+    token_norms: list = dataclasses.field(default_factory=list)  # per layer {quantity: [per seed]} (n_norms)
     runs: list = internal()  # [SeedRun] in seeds order
     reports: list = internal()  # [[LayerReport per layer] per seed]
     prompts: object = internal()  # the first seed's prompts of the Corollary 1-2 report (for figures)
@@ -270,9 +323,14 @@ class MechanismResult(Result):
         """Per-seed mean over the group's prompts of Corollary 1's ``which`` sum in ``layer``."""
         return [v[layer] for v in self.group_sums[group][which]]
 
+    @property
+    def groups(self) -> dict:
+        """``{task group: [per seed]}``: the errors by task group of this result's model."""
+        return self.errors_by_group.get(self.preset, {})
+
     def group_error(self, group: str) -> tuple[float, float]:
         """Mean and SE over seeds (seeds and prompts counted) of the test error on one task group."""
-        return error_mean_se(self.errors_by_group[group], self.config["n_group"])
+        return error_mean_se(self.groups[group], self.config["n_group"])
 
 
 def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> MechanismResult:
@@ -287,9 +345,11 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     """
     seeds = resolve_seeds(seeds)
     data, test = setting(preset)
-    runs = seed_runs(preset, seeds, device=device, progress=progress)
+    found = search(preset, seeds, device=device)
+    lr = preset.train.lr if found is None else found.best
+    runs = seed_runs(preset, seeds, lr=lr, device=device, progress=progress)
     tasks = all_tasks(data.M1)
-    reports, errors, groups, group_sums, placement, first_pr = [], [], {}, {}, {}, None
+    reports, errors, groups, group_sums, placement, first_pr, norms = [], [], {}, {}, {}, None, []
     for s, r in zip(seeds, runs):
         pr = test_prompts(r.patterns, test, tasks, preset.n_test, torch_generator(s, "test/mechanism"))
         errors.append(zero_one_error(predict(r.model, pr), pr.z))
@@ -298,12 +358,22 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
                               torch_generator(s, "test/mechanism/groups"))
         first_pr = first_pr or pr
         reports.append(mechanism_report(r.model, pr, J=preset.J))
-        if preset.n_group:
+        if preset.n_group and preset.group_sums:
             rep = group_report(r.model, r.patterns, test, preset.n_group, s, "test/groups")
             for g, v in rep.items():
                 groups.setdefault(g, []).append(v["error"])
                 for k in ("same", "other"):
                     group_sums.setdefault(g, {}).setdefault(k, []).append(v[k])
+        elif preset.n_group:  # the same draws as group_report, errors only
+            for g, v in errors_by_task_group(r.model, r.patterns, test, preset.n_group, s, "test/groups").items():
+                groups.setdefault(g, []).append(v)
+        if preset.n_norms:
+            pr_n = test_prompts(r.patterns, test, tasks, preset.n_norms, torch_generator(s, "test/norms"))
+            for i, row in enumerate(token_norms(r.model, pr_n)):
+                if len(norms) <= i:
+                    norms.append({})
+                for k, v in row.items():
+                    norms[i].setdefault(k, []).append(v)
         if preset.n_placement:
             cost = placement_cost(r.model, r.patterns, test, tasks, preset.n_placement, seed=s)
             for pl, vals in cost.items():
@@ -329,9 +399,15 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     m, se = error_mean_se(errors, preset.n_test)
     cfg = to_dict(preset)
     cfg["record_steps"] = list(preset.steps_to_record)
-    final_loss = [r.history.loss_of(i)[-1] for i, r in enumerate(runs)]
+    final_loss = [] if preset.val_every else [r.history.loss_of(i)[-1] for i, r in enumerate(runs)]
+    found_d = {} if found is None else {"lrs": found.lrs, "seeds": found.seeds, "mean": found.mean,
+                                        "per_seed": found.per_seed, "best": found.best}
     return MechanismResult(preset=preset.name, seeds=list(seeds), config=cfg, test_error=errors, test_error_mean=m,
                            test_error_se=se, layers=layers, sums=sums, final_train_loss=final_loss,
-                           errors_by_group=groups, group_sums=group_sums, placement=placement, runs=runs,
-                           reports=reports,
-                           prompts=first_pr)
+                           errors_by_group={preset.name: groups} if groups else {}, group_sums=group_sums,
+                           placement=placement, lr=float(lr), search=found_d,
+                           best_step=[r.best_step for r in runs] if preset.val_every else [],
+                           stopped=runs[0].stopped if preset.val_every else -1,
+                           val_loss=[r.val_loss for r in runs] if preset.val_every else [], token_norms=norms,
+                           diverged=[r.diverged for r in runs] if preset.val_every else [],
+                           runs=runs, reports=reports, prompts=first_pr)
