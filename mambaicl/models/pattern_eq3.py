@@ -33,7 +33,7 @@ __all__ = ["attention_table", "logit_table", "pattern_gated_sum"]
 
 def logit_table(w: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
     """``T = w_{1:d}^T [mu; nu; v]``, ``(S, M1 + M2 + V)``, for ``w`` ``(S, d+1)`` and the pattern rows ``(n, d)``."""
-    return w[..., : patterns.shape[-1]] @ patterns.T
+    return (w[..., None, : patterns.shape[-1]] * patterns).sum(-1)  # not a matmul: MKL's (S, d) @ (d, n) is thread-dependent
 
 
 def attention_table(patterns: torch.Tensor, n_query: int, *, M: torch.Tensor | None = None,
