@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import torch
 
@@ -45,8 +46,24 @@ from ..config import DataConfig, TestConfig
 from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
-__all__ = ["Prompts", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
+__all__ = ["Prompts", "PatternCoords", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
            "materialize"]
+
+
+class PatternCoords(NamedTuple):
+    """Stacked prompts ``(S, batch, ...)`` in pattern coordinates, for the fused Eq. (3) kernel
+    (:mod:`mambaicl.models.pattern_eq3`): token ``i`` is ``mu_{relevant_i} + kappa_i nu_{irrelevant_i}
+    + outlier_scale_i v_{outlier_index_i}`` with label ``y_i``; ``patterns`` is ``[mu; nu; outliers]`` ``(M1 + M2 + V, d)``."""
+
+    relevant: torch.Tensor  # (S, B, L) long
+    irrelevant: torch.Tensor  # (S, B, L) long
+    kappa: torch.Tensor  # (S, B, L)
+    outlier_index: torch.Tensor  # (S, B, l) long
+    outlier_scale: torch.Tensor  # (S, B, l)
+    y: torch.Tensor  # (S, B, L)
+    patterns: torch.Tensor  # (M1 + M2 + V, d)
+    M1: int
+    M2: int
 
 
 @dataclass(frozen=True)
@@ -99,6 +116,14 @@ class Prompts:
                                    else getattr(self, f.name)) for f in fields(self)})
 
     # ------------------------------------------------------------ projections onto the patterns
+
+    def coordinates(self) -> PatternCoords:
+        """The prompts in pattern coordinates (:class:`PatternCoords`), with a seed axis (added if absent)."""
+        if self.z.dim() == 1:
+            return self[None].coordinates()
+        return PatternCoords(self.relevant, self.irrelevant, self.kappa, self.outlier_index, self.outlier_scale,
+                             self.y, torch.cat([self.mu, self.nu, self.outliers]), self.mu.shape[0],
+                             self.nu.shape[0])
 
     def project(self, w: torch.Tensor) -> torch.Tensor:
         """``w^T p_i`` for every token, read from tables of the patterns' projections, ``(..., l+1)``.

@@ -1,0 +1,92 @@
+"""The fused Eq. (3) kernel in pattern coordinates (mambaicl.models.pattern_eq3) against independent computations:
+the autograd formula on materialised prompts (``mamba_output``), ``gradcheck`` of the hand-written backward,
+and the attention table by its definition."""
+import pytest
+import torch
+
+from mambaicl.config import DataConfig
+from mambaicl.data import make_patterns, training_prompts, training_tasks
+from mambaicl.models import OneLayerMamba, OneLayerMambaMerged, OneLayerStack, mamba_output
+from mambaicl.models.pattern_eq3 import attention_table, logit_table, pattern_gated_sum
+from mambaicl.seeding import torch_generators
+
+DATA = DataConfig(d=14, M1=4, M2=5, V=3, l_tr=7, p_a=0.5)
+
+
+def _prompts(S: int | None, batch: int = 6):
+    pat = make_patterns(DATA, torch.Generator().manual_seed(0))
+    gens = torch_generators(range(S or 1), "train")
+    pr = training_prompts(pat, DATA, training_tasks(DATA.M1), batch, gens if S else gens[0])
+    assert bool(pr.outlier.any())  # the outlier look-ups are exercised
+    return pr
+
+
+def _perturbed(model):
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return model
+
+
+@pytest.mark.parametrize("kind", ["mamba", "mamba_merged"])
+def test_stack_on_prompts_matches_the_formula_on_materialised_prompts(kind):
+    """F and every parameter's gradient of a seed stack equal mamba_output (autograd, Eq. (3) as written) per seed."""
+    pr = _prompts(3)
+    stack = _perturbed(OneLayerStack(kind, DATA.d, 13, 0.3, torch_generators(range(3), "init"), dtype=torch.float64))
+    F = stack(pr)  # the fused kernel
+    grads = torch.autograd.grad((F * torch.linspace(-1, 2, F.numel()).view_as(F)).sum(), list(stack.parameters()))
+    for s in range(3):
+        one = stack.member(s)
+        params = dict(one.named_parameters())
+        eye = torch.eye(DATA.d + 1, dtype=torch.float64)
+        W_B, W_C = (params["W_B"], params["W_C"]) if kind == "mamba" else (eye, params["W"])  # W = I^T W
+        ref = mamba_output(pr[s].P, W_B, W_C, params["w"])
+        assert (F[s] - ref).abs().max() < 1e-12
+        weights = torch.linspace(-1, 2, F.numel()).view_as(F)[s]
+        ref_grads = torch.autograd.grad((ref * weights).sum(), list(params.values()))
+        for name, g, r in zip(params, grads, ref_grads):
+            assert (g[s] - r).abs().max() < 1e-11, name
+
+
+@pytest.mark.parametrize("cls", [OneLayerMamba, OneLayerMambaMerged])
+def test_single_model_on_prompts_matches_the_prompt_tensor(cls):
+    pr = _prompts(None)
+    model = _perturbed(cls(DATA.d, 13, 0.3, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
+    F = model(pr)
+    assert F.shape == (6,)
+    ref = model(pr.P)  # the tensor path: gated_sum on bilinear scores and logits
+    assert (F - ref).abs().max() < 1e-12
+    g = torch.autograd.grad(F.sum(), list(model.parameters()))
+    r = torch.autograd.grad(ref.sum(), list(model.parameters()))
+    assert all((a - b).abs().max() < 1e-11 for a, b in zip(g, r))
+
+
+def test_attention_table_by_its_definition():
+    """R[a, b] = e_a^T W_B^T W_C q_b with e_a over (mu; 0), (nu; 0), (v; 0), (0; 1) and q_b over (mu; 0), (nu; 0)."""
+    pat = make_patterns(DATA, torch.Generator().manual_seed(0))
+    rows = torch.cat([pat.mu, pat.nu, pat.v])  # (n, d)
+    D = DATA.d + 1
+    basis = torch.zeros(rows.shape[0] + 1, D, dtype=torch.float64)
+    basis[:-1, :-1], basis[-1, -1] = rows, 1.0
+    g = torch.Generator().manual_seed(2)
+    W_B, W_C = (torch.randn(2, 9, D, generator=g, dtype=torch.float64) for _ in range(2))
+    M = W_B.transpose(1, 2) @ W_C
+    want = torch.einsum("ad,sde,be->sab", basis, M, basis[: DATA.M1 + DATA.M2])
+    n_q = DATA.M1 + DATA.M2
+    assert (attention_table(rows, n_q, W_B=W_B, W_C=W_C) - want).abs().max() < 1e-12
+    assert (attention_table(rows, n_q, M=M) - want).abs().max() < 1e-12
+    w = torch.randn(2, D, generator=g, dtype=torch.float64)
+    assert (logit_table(w, rows) - torch.einsum("ad,sd->sa", basis[:-1], w)).abs().max() < 1e-12
+
+
+def test_pattern_gated_sum_gradcheck():
+    """The hand-written backward against finite differences (float64) for the tables T, w_label and R."""
+    pr = _prompts(2, batch=3)
+    c = pr.coordinates()
+    g = torch.Generator().manual_seed(3)
+    n = c.patterns.shape[0]
+    T = torch.randn(2, n, generator=g, dtype=torch.float64, requires_grad=True)
+    wl = torch.randn(2, generator=g, dtype=torch.float64, requires_grad=True)
+    R = torch.randn(2, n + 1, DATA.M1 + DATA.M2, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda T, wl, R: pattern_gated_sum(T, wl, R, c), (T, wl, R))
