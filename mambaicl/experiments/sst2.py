@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 
 from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, accuracy_sentences, acc_stats, contrast, format_table,
                              judge, margin_curve, memorisation, oracle_accuracy, pca_table, probe_ceilings,
-                             sentence_stats, table_json)
+                             sentence_contrast, sentence_stats, table_json)
 from ..analysis.sst2 import claims as sst2_claims
 from ..analysis.stats import Comparison
 from ..analysis.stepsize import search_seeds, step_size_search
@@ -59,7 +59,7 @@ __all__ = [
     "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
     "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "fill_embedding_cache",
     "margin_curve", "probe_ceilings", "pca_table", "trained_models", "accuracy", "oracle_accuracy", "run_table",
-    "memorisation", "validation_curve", "Comparison", "contrast", "claims", "judge", "CLAIM_KEYS", "format_table",
+    "memorisation", "validation_curve", "Comparison", "contrast", "sentence_contrast", "claims", "judge", "CLAIM_KEYS", "format_table",
     "SST2Preset", "SST2Result", "run",
 ]
 
