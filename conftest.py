@@ -33,6 +33,10 @@ SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest`
     "tests/test_fig2_cli.py::test_one_seed_keeps_the_first_layout": "the same fixture",
     "tests/test_sst2_experiments.py::test_validation_curve_records_and_picks_a_step": "SST-2 training (~9 s CPU)",
     "tests/test_sst2_experiments.py::test_oracle_and_tiny_table_end_to_end": "an SST-2 table end to end (~7 s CPU)",
+    "tests/test_sst2_experiments.py::test_training_stops_when_the_validation_loss_stops_improving": "early-stopped "
+    "training and its replay (~10 s CPU)",
+    "tests/test_sst2_experiments.py::test_seeds_trained_as_one_batch_equal_each_seed_alone": "two runs trained twice "
+    "with validation readings (~6 s CPU)",
 }
 
 

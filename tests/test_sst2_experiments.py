@@ -86,13 +86,94 @@ def test_curriculum_source_switches_to_cq_at_half():
 def test_seeds_trained_as_one_batch_equal_each_seed_alone():
     feat = toy_features()
     cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
-    for run in (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=4, curriculum=True),
-                X.Run("s", "softmax", n_heads=2, n_layers=2, d_model=8, steps=4, batch_size=4)):
-        both, hist = X.trained_models(run, feat, (0, 3), cfg)
-        alone, _ = X.trained_models(run, feat, (3,), cfg)
-        assert len(hist) == 2 and hist[1].steps[-1] == 4
+    for run in (X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=4, batch_size=4, curriculum=True,
+                      switch=2, every=1, n_val=50),
+                X.Run("s", "softmax", n_heads=2, n_layers=2, d_model=8, steps=4, batch_size=4, every=2, n_val=50)):
+        both, recs = X.trained_models(run, feat, (0, 3), cfg)
+        alone, rec = X.trained_models(run, feat, (3,), cfg)
+        assert len(recs) == 2 and recs[1] == rec[0] and recs[1]["steps"][-1] <= 4
         for p, q in zip(both[1].parameters(), alone[0].parameters()):
             assert torch.equal(p, q)
+
+
+def test_training_stops_when_the_validation_loss_stops_improving():
+    """The stopping rule against an independent replay: train the same seed alone with the plain engine for the
+    steps the early-stopped run took, read the validation loss every `every` steps in a callback of our own,
+    and find where `patience` readings bring no new lowest value; the early-stopped model is the model of the
+    replay's lowest reading."""
+    import copy
+
+    from mambaicl.evaluate import predict
+    from mambaicl.experiments import sst2_train as T
+    from mambaicl.train import loss_per_model, train
+
+    feat = toy_features()
+    cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
+    run = X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=40, batch_size=8, every=5, patience=2,
+                n_val=200, lr=1e-2)
+    models, recs = X.trained_models(run, feat, (0, 3), cfg)
+    val = T.validation_prompts(run, feat, cfg)
+    for k, seed in enumerate((0, 3)):
+        rec = recs[k]
+        losses, snaps = [], []
+
+        def read(step, stack):
+            if (step + 1) % run.every == 0:
+                with torch.no_grad():
+                    losses.append(float(loss_per_model("hinge", predict(stack.members[0], val.P), val.z)))
+                snaps.append(copy.deepcopy(stack.members[0]))
+
+        train(T.run_members(run, feat, cfg, (seed,)), T.budget(run, rec["stopped_at"]), progress=False, callback=read)
+        assert losses == pytest.approx(rec["loss"], abs=1e-6)
+        i = min(range(len(losses)), key=losses.__getitem__)
+        assert rec["best_step"] == run.every * (i + 1)
+        assert rec["capped"] or len(losses) - 1 - i == run.patience  # `patience` readings without a new lowest
+        for p, q in zip(models[k].parameters(), snaps[i].parameters()):
+            assert torch.equal(p, q)
+
+
+def test_sentence_cluster_error_against_a_direct_computation():
+    """sentence_contrast's sentence part equals the cluster-robust variance computed directly from per-prompt
+    correctness (query sentences as clusters, seeds pooled, terms sharing sentences)."""
+    g = torch.Generator().manual_seed(0)
+    J, n, S = 7, 40, 3
+    q = [[torch.randint(J, (n,), generator=g) for _ in range(S)] for _ in range(2)]  # (term, seed) -> (n,)
+    y = [[(torch.rand(n, generator=g) < 0.3 + 0.1 * t + 0.05 * q[t][s].double()).double() for s in range(S)]
+         for t in range(2)]
+    coef = (1.0, -1.0)
+    terms = []
+    for t in range(2):
+        vals = [100 * float(y[t][s].mean()) for s in range(S)]
+        res = [torch.zeros(J, dtype=torch.float64).index_add_(0, q[t][s], y[t][s] - y[t][s].mean()) for s in range(S)]
+        terms.append((coef[t], vals, res))
+    # direct: the estimator is sum_t c_t mean_s mean_i y; its influence per cluster j
+    infl = [0.0] * J
+    for t in range(2):
+        for s in range(S):
+            m = float(y[t][s].mean())
+            for i in range(n):
+                infl[int(q[t][s][i])] += coef[t] * (float(y[t][s][i]) - m) / (S * n)
+    direct = 100 * (sum(u * u for u in infl) * J / (J - 1)) ** 0.5
+    assert A.sentence_se(terms, n) == pytest.approx(direct, rel=1e-12)
+    c = A.sentence_contrast(terms, n)
+    values = [terms[0][1][s] - terms[1][1][s] for s in range(S)]
+    mean = sum(values) / S
+    se_seeds = (sum((v - mean) ** 2 for v in values) / (S - 1) / S) ** 0.5
+    assert c.diff == pytest.approx(mean) and c.se == pytest.approx((se_seeds ** 2 + direct ** 2) ** 0.5)
+
+
+def test_choose_keep_is_the_largest_cut_that_reads_the_training_rows_at_the_target():
+    from mambaicl.data.sst2_split import choose_keep
+
+    # 100 rows: the 30 largest margins all read right, then 10 % of the next 20 wrong, the rest 50/50
+    margin = torch.linspace(10, 0.1, 100)
+    s = torch.ones(100)
+    s[[35, 45]] = -1.0  # two wrong among ranks 30-49
+    s[50::2] = -1.0  # half wrong below rank 50
+    keep, acc = choose_keep(margin, s, keeps=(1.0, 0.5, 0.4, 0.3, 0.2), target=97.0)
+    assert acc[0.3] == 100.0 and acc[0.4] == pytest.approx(100 * 39 / 40) and acc[0.5] == pytest.approx(96.0)
+    assert keep == 0.4  # the largest cut at >= 97 %
+    assert choose_keep(margin, s, keeps=(1.0, 0.5), target=99.0)[0] == 0.5  # none reaches it: the smallest cut
 
 
 def test_oracle_and_tiny_table_end_to_end():
@@ -237,7 +318,20 @@ def _fake_res(mamba, linear, seeds=(0, 1, 2)):
     """run_table-shaped output with per-seed accuracies ``{placement: [per seed]}`` at alpha 0.75."""
     acc = {"mamba": [{(0.75, p): mamba[p][i] for p in mamba} for i in range(len(seeds))],
            "linear": [{(0.75, p): linear[p][i] for p in linear} for i in range(len(seeds))]}
-    return {"acc_seeds": acc, "n_prompts": 4000, "seeds": seeds}
+    # per-sentence residual sums of 4,000 simulated prompts per cell (queries uniform over 1,000 sentences, each
+    # prompt right with the cell's accuracy): the sentence-level error is then about the binomial one
+    g = torch.Generator().manual_seed(0)
+    resid = {}
+    for run, per in acc.items():
+        resid[run] = []
+        for a in per:
+            e = {}
+            for k, v in a.items():
+                q = torch.randint(1000, (4000,), generator=g)
+                y = (torch.rand(4000, generator=g, dtype=torch.float64) < v / 100).double()
+                e[k] = torch.zeros(1000, dtype=torch.float64).index_add_(0, q, y - y.mean())
+            resid[run].append(e)
+    return {"acc_seeds": acc, "resid": resid, "n_prompts": 4000, "seeds": seeds}
 
 
 def test_contrast_in_points_is_the_stats_contrast_and_counts_every_term():

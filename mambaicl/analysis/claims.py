@@ -46,9 +46,10 @@ __all__ = ["VERDICTS", "KINDS", "Criterion", "Measured", "Claim", "Judgement", "
 
 _T = "95 % t interval over seeds (df = seeds - 1), test prompts counted"
 _T_PARTS = _T + "; every part must hold (intersection-union, no Holm correction needed)"
-_SST = ("95 % t interval over seeds of the per-seed contrast (df = seeds - 1), binomial noise of the test prompts "
-        "counted; every part must hold. The test sentences are reused across prompts and seeds: their sampling is "
-        "not yet counted by a cluster standard error (see the chapter)")
+_SST = ("95 % t interval over seeds of the per-seed contrast (df = seeds - 1); its standard error adds to the seed "
+        "spread a cluster standard error over test sentences (the query sentence as the cluster, seeds pooled), which "
+        "counts the prompts and the reuse of the sentences across prompts, seeds, runs and placements; every part "
+        "must hold")
 _EPS_COR1 = FIG2_EPSILON / (1 - 0.6)  # Corollary 1's epsilon / (1 - p_a) at Figure 2's p_a = 0.6
 
 
@@ -284,7 +285,7 @@ _ROWS = [
           "Mamba's performance in the scenario of FQ and R placements is clearly better than that of the linear "
           "Transformer. However, Mamba is more sensitive to the position of outliers, whereas the linear Transformer "
           "(LT) is much less affected", "§4.2, main table",
-          "per-seed accuracy contrasts (points)", "SST-2, confident regime, MAIN_TABLE (3 seeds)", _SST,
+          "per-seed accuracy contrasts (points)", "SST-2, confident regime, MAIN_TABLE (5 seeds)", _SST,
           all_of("Mamba above LT under FQ and R; Mamba drops under CQ, more than LT; LT unaffected by CQ",
                  above(0, "Mamba − LT, FQ"), above(0, "Mamba − LT, R"), above(0, "Mamba FQ − CQ"),
                  above(0, "Mamba's CQ drop − LT's"), contains(0, "LT FQ − CQ = 0 (much less affected)"))),

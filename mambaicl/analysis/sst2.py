@@ -13,8 +13,11 @@ Glossary (code name -> paper symbol):
 ===================  ========================================================================
 
 Every claim is a linear contrast of per-seed accuracies judged by the book's rule (the 95 % t
-interval over seeds, seeds and test prompts counted: :mod:`mambaicl.analysis.stats`); the registry
-of claims (:mod:`mambaicl.analysis.claims`) turns the checks of one table into its verdict.
+interval over seeds, df = seeds - 1), its standard error counting the seed spread and the sampling of
+prompts *and* test sentences: the test sentences are reused across prompts, seeds, runs and placements,
+so their part is a cluster standard error with the query sentence as the cluster
+(:func:`sentence_contrast`); the registry of claims (:mod:`mambaicl.analysis.claims`) turns the checks
+of one table into its verdict.
 """
 from __future__ import annotations
 
@@ -26,17 +29,17 @@ import torch
 
 from ..data.features import fit_pca, linear_probe, probe_accuracy
 from ..data.poisoning import EmbeddedPool, sst2_prompts
-from ..data.sst2_split import SST2Data, SST2Features, keep_threshold
+from ..data.sst2_split import KEEPS, SST2Data, SST2Features, keep_threshold
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
-from .stats import Comparison, contrast as _contrast, error_mean_se
+from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, mean_se
 
-__all__ = ["PCA_KS", "KEEPS", "accuracy", "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
+__all__ = ["PCA_KS", "KEEPS", "accuracy", "accuracy_sentences", "sentence_contrast", "sentence_stats",
+           "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
            "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "format_table",
            "table_json"]
 
 PCA_KS = (5, 7, 10)  # App. Table 5
-KEEPS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1)  # kept fractions for the margin curve of the filter
 
 #: ``sum_i c_i acc_i`` over seeds for accuracies in % (:func:`mambaicl.analysis.stats.contrast` with ``scale=100``)
 contrast = functools.partial(_contrast, scale=100.0)
@@ -50,6 +53,60 @@ def accuracy(model, prompts, device=None) -> Dict[Tuple[float, str], float]:
     """Accuracy (%) ``100 (1 - zero_one_error)`` on each prompt set (the book's one 0-1 error)."""
     dev = torch.device("cpu") if device is None else torch.device(device)
     return {k: 100 * (1 - zero_one_error(predict(model, pr.P.to(dev)).cpu(), pr.z)) for k, pr in prompts.items()}
+
+
+@torch.no_grad()
+def accuracy_sentences(model, prompts, n_sentences: int, device=None) -> tuple:
+    """Accuracy (%) on each prompt set and, per test sentence ``j``, the sum over the prompts whose query is
+    ``j`` of ``correct - accuracy`` (a proportion): ``({key: %}, {key: (n_sentences,) float64})``, what
+    :func:`sentence_contrast` needs (the book's 0-1 error: a prediction 0 counts as wrong)."""
+    dev = torch.device("cpu") if device is None else torch.device(device)
+    acc, resid = {}, {}
+    for k, pr in prompts.items():
+        F = predict(model, pr.P.to(dev)).cpu()
+        acc[k] = 100 * (1 - zero_one_error(F, pr.z))
+        correct = (F * pr.z > 0).double()  # (n,)
+        q = pr.idx[:, -1]  # (n,) the query's sentence
+        resid[k] = torch.zeros(n_sentences, dtype=torch.float64).index_add_(0, q, correct - correct.mean())
+    return acc, resid
+
+
+def sentence_contrast(terms, n_prompts: int, scale: float = 100.0) -> Contrast:
+    """``sum_i c_i a_i`` over seeds (``a_i`` accuracies in %), its standard error counting the seed spread and
+    the sampling of test sentences and prompts: ``se^2 = se_seeds^2 + se_sentences^2`` with the cluster
+    (query sentence) standard error of the seed-averaged contrast,
+    ``se_sentences^2 = J/(J-1) sum_j (sum_i c_i sum_s e_isj / (S n))^2`` (``e_isj``: :func:`accuracy_sentences`'s
+    residual sums of term ``i``, seed ``s``, sentence ``j``; ``n`` prompts per term and seed).
+
+    ``terms``: ``(c_i, per-seed values, per-seed residual vectors)``. The seed spread already contains the
+    prompts' noise, which the cluster term counts again (conservative). ``Contrast.values`` are the per-seed
+    contrasts; the sentence part alone is ``sentence_se(terms, n_prompts)``.
+    """
+    S = len(terms[0][1])
+    values = [sum(c * v[s] for c, v, _ in terms) for s in range(S)]
+    diff, se_seeds = mean_se(values)
+    se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
+    se_sent = sentence_se(terms, n_prompts, scale)
+    return Contrast(diff=diff, se=math.hypot(se_seeds, se_sent), n_seeds=S, values=tuple(values))
+
+
+def sentence_se(terms, n_prompts: int, scale: float = 100.0) -> float:
+    """The cluster standard error (query sentences as clusters) of a seed-averaged contrast (:func:`sentence_contrast`)."""
+    S = len(terms[0][1])
+    u = sum(c * sum(e[s] for s in range(S)) for c, _, e in terms) / (S * n_prompts)  # (J,)
+    J = u.numel()
+    return scale * math.sqrt(float((u * u).sum()) * J / max(J - 1, 1))
+
+
+def sentence_stats(per_seed: List[dict], resid: List[dict], keys, n: int) -> tuple:
+    """Per key: mean accuracy (%), its standard error (seeds, prompts and sentences: :func:`sentence_contrast`)
+    and the sentence-level part alone (:func:`sentence_se`)."""
+    mean, se, se_sent = {}, {}, {}
+    for k in keys:
+        term = [(1.0, [a[k] for a in per_seed], [e[k] for e in resid])]
+        c = sentence_contrast(term, n)
+        mean[k], se[k], se_sent[k] = c.diff, c.se, sentence_se(term, n)
+    return mean, se, se_sent
 
 
 def oracle_accuracy(prompts, w: torch.Tensor) -> Dict[Tuple[float, str], float]:
@@ -167,12 +224,16 @@ def memorisation(res: dict, feat: SST2Features, cfg: SST2Data, alpha: float = 0.
 # ---------------------------------------------------------------- the paper's claims, under the book's rule
 
 
-def _per_seed(res: dict, run: str, key) -> List[float]:
-    return [a[key] for a in res["acc_seeds"][run]]
+def _t(c: float, res: dict, run: str, keys) -> tuple:
+    """A term of :func:`sentence_contrast`: ``c`` times run ``run``'s accuracy averaged over ``keys``."""
+    keys = [keys] if isinstance(keys[0], float) else list(keys)
+    vals = [sum(a[k] for k in keys) / len(keys) for a in res["acc_seeds"][run]]
+    resid = [sum(e[k] for k in keys) / len(keys) for e in res["resid"][run]]
+    return (c, vals, resid)
 
 
-def _mean_placements(res: dict, run: str, alpha: float, placements) -> List[float]:
-    return [sum(a[(alpha, p)] for p in placements) / len(placements) for a in res["acc_seeds"][run]]
+def _c(terms, res: dict) -> Contrast:
+    return sentence_contrast(terms, res["n_prompts"])
 
 
 def check(claim: str, c: Comparison, expected: str) -> dict:
@@ -188,64 +249,70 @@ def check(claim: str, c: Comparison, expected: str) -> dict:
 
 
 def _main(main, table) -> list:
-    n, a = main["n_prompts"], table.alphas[0]
-    m = {p: _per_seed(main, "mamba", (a, p)) for p in ("FQ", "R", "CQ")}
-    li = {p: _per_seed(main, "linear", (a, p)) for p in ("FQ", "R", "CQ")}
+    a = table.alphas[0]
+
+    def t(c, run, p):
+        return _t(c, main, run, (a, p))
+
     return [
-        check("Mamba above the linear Transformer under FQ", contrast([(1, m["FQ"]), (-1, li["FQ"])], n), ">"),
-        check("Mamba above the linear Transformer under R", contrast([(1, m["R"]), (-1, li["R"])], n), ">"),
-        check("Mamba drops under CQ (FQ minus CQ)", contrast([(1, m["FQ"]), (-1, m["CQ"])], n), ">"),
+        check("Mamba above the linear Transformer under FQ", _c([t(1, "mamba", "FQ"), t(-1, "linear", "FQ")], main), ">"),
+        check("Mamba above the linear Transformer under R", _c([t(1, "mamba", "R"), t(-1, "linear", "R")], main), ">"),
+        check("Mamba drops under CQ (FQ minus CQ)", _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ")], main), ">"),
         check("Mamba's CQ drop exceeds the linear Transformer's",
-              contrast([(1, m["FQ"]), (-1, m["CQ"]), (-1, li["FQ"]), (1, li["CQ"])], n), ">"),
-        check("the linear Transformer unaffected by CQ (FQ minus CQ)", contrast([(1, li["FQ"]), (-1, li["CQ"])], n), "="),
+              _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ"), t(-1, "linear", "FQ"), t(1, "linear", "CQ")], main), ">"),
+        check("the linear Transformer unaffected by CQ (FQ minus CQ)",
+              _c([t(1, "linear", "FQ"), t(-1, "linear", "CQ")], main), "="),
     ]
 
 
 def _table1(t1, table) -> list:
-    n, a = 3 * t1["n_prompts"], table.alphas[0]
-    h = {k: _mean_placements(t1, f"linear H={k}", a, table.placements) for k in (1, 2, 3, 4)}
-    return [check("H=2 above H=1 (mean over FQ, R, CQ)", contrast([(1, h[2]), (-1, h[1])], n), ">"),
-            check("H=3 below H=2", contrast([(1, h[3]), (-1, h[2])], n), "<"),
-            check("H=4 below H=2", contrast([(1, h[4]), (-1, h[2])], n), "<")]
+    a = table.alphas[0]
+    h = {k: [(a, p) for p in table.placements] for k in (1, 2, 3, 4)}
+
+    def t(c, k):
+        return _t(c, t1, f"linear H={k}", h[k])
+
+    return [check("H=2 above H=1 (mean over FQ, R, CQ)", _c([t(1, 2), t(-1, 1)], t1), ">"),
+            check("H=3 below H=2", _c([t(1, 3), t(-1, 2)], t1), "<"),
+            check("H=4 below H=2", _c([t(1, 4), t(-1, 2)], t1), "<")]
 
 
 def _table2(t2, table) -> list:
-    n, a = t2["n_prompts"], 0.5
-    g = {(r, p): _per_seed(t2, r, (a, p)) for r in ("mamba", "linear", "softmax") for p in ("FQ", "R", "CQ")}
+    a = 0.5
+    every = [(a, p) for p in table.placements]
+
+    def t(c, run, p):
+        return _t(c, t2, run, (a, p))
+
     return [
         check("softmax above linear (mean over FQ, R, CQ)",
-              contrast([(1, _mean_placements(t2, "softmax", a, table.placements)),
-                        (-1, _mean_placements(t2, "linear", a, table.placements))], 3 * n), ">"),
-        check("Mamba drops under CQ (FQ minus CQ)", contrast([(1, g[("mamba", "FQ")]), (-1, g[("mamba", "CQ")])], n), ">"),
-        check("no CQ drop for softmax (FQ minus CQ)",
-              contrast([(1, g[("softmax", "FQ")]), (-1, g[("softmax", "CQ")])], n), "="),
+              _c([_t(1, t2, "softmax", every), _t(-1, t2, "linear", every)], t2), ">"),
+        check("Mamba drops under CQ (FQ minus CQ)", _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ")], t2), ">"),
+        check("no CQ drop for softmax (FQ minus CQ)", _c([t(1, "softmax", "FQ"), t(-1, "softmax", "CQ")], t2), "="),
         check("Mamba's CQ drop exceeds softmax's",
-              contrast([(1, g[("mamba", "FQ")]), (-1, g[("mamba", "CQ")]), (-1, g[("softmax", "FQ")]),
-                        (1, g[("softmax", "CQ")])], n), ">"),
+              _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ"), t(-1, "softmax", "FQ"), t(1, "softmax", "CQ")], t2), ">"),
     ]
 
 
 def _tables3_4(t2, table) -> list:
-    n = t2["n_prompts"]
     lo, hi = min(table.alphas), max(table.alphas)
-    terms = [(c * sign / 3, _per_seed(t2, r, (a_, p))) for r, c in (("linear", 1), ("softmax", -1))
-             for a_, sign in ((lo, 1), (hi, -1)) for p in table.placements]
-    half = [(c / 2 if r_c[0] == "linear" else c, v) for r_c, (c, v) in
-            zip([(r, a_, p) for r in ("linear", "softmax") for a_ in (lo, hi) for p in table.placements], terms)]
-    return [check(f"linear falls more than softmax from alpha={lo} to {hi} (mean over placements)",
-                  contrast(terms, n), ">"),
+    at = {x: [(x, p) for p in table.placements] for x in (lo, hi)}
+    fall = [_t(1, t2, "linear", at[lo]), _t(-1, t2, "linear", at[hi]), _t(-1, t2, "softmax", at[lo]),
+            _t(1, t2, "softmax", at[hi])]
+    half = [_t(0.5, t2, "linear", at[lo]), _t(-0.5, t2, "linear", at[hi]), _t(-1, t2, "softmax", at[lo]),
+            _t(1, t2, "softmax", at[hi])]
+    return [check(f"linear falls more than softmax from alpha={lo} to {hi} (mean over placements)", _c(fall, t2), ">"),
             check("softmax avoids the sharp drop: it falls less than half as much as linear "
-                  "(half the linear fall minus the softmax fall)", contrast(half, n), ">")]
+                  "(half the linear fall minus the softmax fall)", _c(half, t2), ">")]
 
 
 def _curriculum(cur, main, table) -> list:
     a = table.alphas[0]
-    c_cq = _per_seed(cur, table.runs[0].name, (a, "CQ"))
-    m_fq, m_cq = _per_seed(main, "mamba", (a, "FQ")), _per_seed(main, "mamba", (a, "CQ"))
-    n = cur["n_prompts"]
-    return [check("the curriculum raises Mamba's CQ accuracy", contrast([(1, c_cq), (-1, m_cq)], n), ">"),
+    c_cq = _t(1, cur, table.runs[0].name, (a, "CQ"))
+    m_cq, m_fq = _t(-1, main, "mamba", (a, "CQ")), _t(-1, main, "mamba", (a, "FQ"))
+    return [check("the curriculum raises Mamba's CQ accuracy", _c([c_cq, m_cq], cur), ">"),
             check("it recovers more than half of the CQ loss (CQ gain minus half the FQ-CQ drop)",
-                  contrast([(1, c_cq), (-0.5, m_cq), (-0.5, m_fq)], n), ">")]
+                  _c([c_cq, (-0.5, m_cq[1], m_cq[2]), (-0.5, m_fq[1], m_fq[2])], cur), ">")]
 
 
 def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[int] = None, *, tables: dict,
@@ -328,12 +395,17 @@ def _key(k) -> str:
 
 def table_json(table, res: dict) -> dict:
     """One table's results for ``results.json``: per run and ``"alpha/placement"`` cell the per-seed accuracies,
-    mean, SE, the paper's number and the oracle ceiling; the oracle's own per-seed values."""
+    mean, SE (and its sentence-level part), the paper's number and the oracle ceiling, and per run the steps
+    each seed trained (``"steps"``, ``"capped"``); the oracle's own per-seed values."""
     runs = {}
     for name in res["acc"]:
         runs[name] = {_key(k): {"per_seed": [a[k] for a in res["acc_seeds"][name]], "mean": res["acc"][name][k],
-                                "se": res["se"][name][k], "paper": table.paper.get(name, {}).get(k),
+                                "se": res["se"][name][k], "se_sentences": res["se_sentences"][name][k],
+                                "paper": table.paper.get(name, {}).get(k),
                                 "oracle": res["oracle"][k]} for k in res["acc"][name]}
+        runs[name]["steps"] = [r["best_step"] for r in res["stopping"][name]]
+        runs[name]["capped"] = [r["capped"] for r in res["stopping"][name]]
     oracle = {_key(k): {"per_seed": [o[k] for o in res["oracle_seeds"]], "mean": res["oracle"][k],
                         "se": res["oracle_se"][k]} for k in res["oracle"]}
-    return {"name": table.name, "rule": table.rule, "n_prompts": table.n_prompts, "runs": runs, "oracle": oracle}
+    return {"name": table.name, "rule": table.rule, "n_prompts": table.n_prompts, "n_sentences": res["n_sentences"],
+            "runs": runs, "oracle": oracle}

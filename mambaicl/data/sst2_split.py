@@ -32,17 +32,18 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from ..config import Config, ConfigError, check_instance, check_int, choice, integer, real
+from ..config import Config, ConfigError, check_instance, check_int, check_real, choice, integer, real, reals
 from ..seeding import torch_generator
 from .encoders import DEFAULT_ENCODER, embedding_cache
 from .features import PCA, fit_pca, linear_probe
 from .poisoning import COUNTS, EmbeddedPool, poison_sentences
 from .sst2 import inside_any, load_sst2, maximal_phrases
 
-__all__ = ["REGIMES", "SST2Data", "SST2Features", "split_sentences", "texts_to_embed", "keep_threshold",
-           "prepare_features", "fill_cache"]
+__all__ = ["REGIMES", "KEEPS", "SST2Data", "SST2Features", "split_sentences", "texts_to_embed", "keep_threshold",
+           "choose_keep", "prepare_features", "fill_cache"]
 
 REGIMES = ("held-out", "confident")
+KEEPS = (1.0, 0.7, 0.5, 0.3, 0.2, 0.1)  # kept fractions the filter's rule chooses from (and the margin curve reads)
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,9 @@ class SST2Data(Config):
     above the same margin threshold form the test pool.
 
     Validation sentences (``n_val``) are carved from ``train.tsv`` for choosing step sizes
-    (:func:`mambaicl.experiments.sst2.validation_curve`); the chapter's experiment does not read them, so
-    they are embedded only when asked for (``prepare_features(..., with_val=True)``).
+    (:func:`mambaicl.experiments.sst2.validation_curve`) and for stopping training when the validation
+    loss stops improving (:mod:`mambaicl.experiments.sst2_train`); they are embedded only when asked for
+    (``prepare_features(..., with_val=True)``).
     """
 
     regime: str = choice("held-out", REGIMES)
@@ -73,7 +75,12 @@ class SST2Data(Config):
     n_reserved: int = integer(2500, 10)  # confident: maximal training sentences set aside as test candidates
     n_probe: int = integer(8000, 10)  # confident: rows the filter probe is fit on (then set aside)
     n_scored: Optional[int] = integer(None, 100, optional=True)  # confident: rows the probe scores (None: all the rest)
-    keep: float = real(1.0, 0.0, 1.0, low_open=True)  # confident: fraction of the scored rows kept, by margin
+    # confident: fraction of the scored rows kept, by margin; None: chosen by choose_keep on the scored rows
+    # (training rows, never test sentences): the largest of `keeps` at which the filter probe reads them at
+    # `keep_target` % or more
+    keep: Optional[float] = None
+    keeps: Tuple[float, ...] = reals(KEEPS, 0.0, 1.0, low_open=True)
+    keep_target: float = real(97.0, 50.0, 100.0)
     # test prompts: Eq. (5) draws, "fixed" round(alpha l) or "balanced" floor/ceil (mean alpha l)
     count: str = choice("binomial", COUNTS)
     d: int = integer(72, 1)  # PCA components kept: the "data dimension 72" of App. 8.1
@@ -87,6 +94,8 @@ class SST2Data(Config):
             raise ConfigError("encoder must name a sentence encoder (a non-empty string); got ''")
         if self.n_train is not None:
             check_int("d", self.d, 1, self.n_train)
+        if self.keep is not None:
+            check_real("keep", self.keep, 0.0, 1.0, low_open=True)
 
 
 @dataclass
@@ -174,6 +183,19 @@ def keep_threshold(margin: torch.Tensor, keep: float) -> float:
     return float(margin.abs().sort(descending=True).values[k - 1])
 
 
+def choose_keep(margin: torch.Tensor, s: torch.Tensor, keeps=KEEPS, target: float = 97.0) -> Tuple[float, dict]:
+    """The filter's cut, chosen on held-out *training* rows only: the largest kept fraction of ``keeps`` at
+    which the sign of the probe ``margin`` reads the sentiment ``s`` of the kept rows (largest ``|margin|``
+    first) with accuracy ``>= target`` %; the smallest of ``keeps`` if none does. Returns ``(keep,
+    {keep: accuracy %})``."""
+    acc = {}
+    for k in keeps:
+        sel = margin.abs() >= keep_threshold(margin, k)
+        acc[k] = 100.0 * float(((margin[sel] >= 0) == (s[sel] > 0)).double().mean())
+    ok = [k for k in keeps if acc[k] >= target]
+    return (max(ok) if ok else min(keeps)), acc
+
+
 def _filter(cfg: SST2Data, sp: dict, cache, s_rows: torch.Tensor, s_dev: torch.Tensor, progress) -> tuple:
     """Regime ``"confident"``: fit the filter probe, keep the rows it reads with the largest margin.
 
@@ -183,14 +205,16 @@ def _filter(cfg: SST2Data, sp: dict, cache, s_rows: torch.Tensor, s_dev: torch.T
     E_res, E_probe, E_sc, E_dev = torch.split(E, [n_res, n_pr, n_sc, len(sp["dev"])])
     w = linear_probe(E_probe, s_rows[sp["probe"]], cfg.probe_l2)
     m_sc, m_res, m_dev = (X.double() @ w[:-1] + w[-1] for X in (E_sc, E_res, E_dev))
-    thr = keep_threshold(m_sc, cfg.keep)
+    keep, by_keep = (cfg.keep, {}) if cfg.keep is not None else choose_keep(m_sc, s_rows[sp["scored"]], cfg.keeps,
+                                                                           cfg.keep_target)
+    thr = keep_threshold(m_sc, keep)
     kept = [i for i, m in zip(sp["scored"], m_sc.tolist()) if abs(m) >= thr]
     test = [i for i, m in zip(sp["reserved"], m_res.tolist()) if abs(m) >= thr]
     n_train = len(kept) - cfg.n_val if cfg.n_train is None else min(cfg.n_train, len(kept) - cfg.n_val)
     if n_train < cfg.d:
-        raise ConfigError(f"keep={cfg.keep} leaves {len(kept)} rows: too few for n_val={cfg.n_val} and d={cfg.d}")
+        raise ConfigError(f"keep={keep} leaves {len(kept)} rows: too few for n_val={cfg.n_val} and d={cfg.d}")
     pools = {"train": kept[cfg.n_val:cfg.n_val + n_train], "val": kept[: cfg.n_val]}
-    filt = {"threshold": thr, "margin_scored": m_sc.float(), "s_scored": s_rows[sp["scored"]],
+    filt = {"keep": keep, "keep_rule": {str(k): v for k, v in by_keep.items()}, "threshold": thr, "margin_scored": m_sc.float(), "s_scored": s_rows[sp["scored"]],
             "margin_reserved": m_res.float(), "s_reserved": s_rows[sp["reserved"]],
             "margin_dev": m_dev.float(), "s_dev": s_dev, "n_probe": n_pr, "n_scored": n_sc,
             "n_reserved": n_res, "n_dropped": sp["dropped"], "n_kept": len(kept), "n_test": len(test)}
@@ -239,7 +263,7 @@ def prepare_features(cfg: SST2Data = SST2Data(), *, path=None, cache_dir=None, d
                         seconds=time.perf_counter() - t0)
 
 
-def fill_cache(configs, *, path=None, cache_dir=None, device=None, progress=True) -> Dict[str, object]:
+def fill_cache(configs, *, path=None, cache_dir=None, device=None, progress=True, with_val: bool = False) -> Dict[str, object]:
     """Embed every sentence (and poisoned twin) that :func:`prepare_features` needs for each ``SST2Data`` of
     ``configs``, into the cache (one cache per encoder), with a progress bar (``True`` in a notebook, or
     a text stream such as the terminal of the book's build).
@@ -252,7 +276,7 @@ def fill_cache(configs, *, path=None, cache_dir=None, device=None, progress=True
     for cfg in configs:
         if cfg.encoder not in caches:
             caches[cfg.encoder] = embedding_cache(cfg.encoder, cache_dir=cache_dir, device=device)
-        prepare_features(cfg, path=path, device=device, progress=progress, cache=caches[cfg.encoder])
+        prepare_features(cfg, path=path, device=device, progress=progress, cache=caches[cfg.encoder], with_val=with_val)
     return {"sentences": sum(len(c.requested) for c in caches.values()),
             "encoded": sum(c.encoded for c in caches.values()),
             "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}

@@ -36,28 +36,30 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from tqdm.auto import tqdm
 
-from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, acc_stats, contrast, format_table, judge,
-                             margin_curve, memorisation, oracle_accuracy, pca_table, probe_ceilings, table_json)
+from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, accuracy_sentences, acc_stats, contrast, format_table,
+                             judge, margin_curve, memorisation, oracle_accuracy, pca_table, probe_ceilings,
+                             sentence_contrast, sentence_stats, table_json)
 from ..analysis.sst2 import claims as sst2_claims
 from ..analysis.stats import Comparison
 from ..analysis.stepsize import search_seeds, step_size_search
-from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENTS, RULES, Config, ConfigError, TrainConfig,
-                      check_choices, check_instance, choice, choices, flag, instance, integer, integers, real, reals)
+from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENTS, RULES, Config, ConfigError, check_choices,
+                      check_instance, check_int, choice, choices, flag, instance, integer, integers, real, reals)
 from ..data.features import linear_probe
 from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, SST2Source, sst2_prompts
 from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
 from ..data.vocabulary import PLACEMENT_LABELS, RULE_LABELS, placement_id, rule_id
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
-from ..train import Member, TrainHistory, loss_per_model, members, train
+from ..train import loss_per_model
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from .sst2_train import budget as _budget, run_members as _members, trained_models as _trained
 
 __all__ = [
     "REGIMES", "COUNTS", "LABELS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER",
     "HELD_OUT", "CONFIDENT", "SCHEDULES", "MAIN_TABLE", "TABLE_1", "TABLE_2", "CURRICULUM", "PCA_KS", "KEEPS",
     "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "texts_to_embed", "prepare_features", "fill_embedding_cache",
     "margin_curve", "probe_ceilings", "pca_table", "trained_models", "accuracy", "oracle_accuracy", "run_table",
-    "memorisation", "validation_curve", "Comparison", "contrast", "claims", "judge", "CLAIM_KEYS", "format_table",
+    "memorisation", "validation_curve", "Comparison", "contrast", "sentence_contrast", "claims", "judge", "CLAIM_KEYS", "format_table",
     "SST2Preset", "SST2Result", "run",
 ]
 
@@ -80,15 +82,21 @@ class Run(Config):
     n_layers: int = integer(3, 1)
     d_model: int = integer(80, 1)  # >= d+1: the prompt enters the residual stream by zero padding
     p_a: float = real(0.25, 0.0, 1.0, high_open=True)
-    steps: int = integer(300, 1)
+    steps: int = integer(1500, 1)  # the cap: training ends earlier, when the validation loss stops improving
+    every: int = integer(50, 1)  # steps between readings of the validation loss
+    patience: int = integer(3, 1)  # readings without a new lowest validation loss before a member stops
+    n_val: int = integer(1000, 10)  # validation prompts (from the regime's validation sentences)
     batch_size: int = integer(128, 1)
     lr: float = real(3e-3, 0.0, 1.0, low_open=True)
     optimizer: str = choice("adam", OPTIMIZERS)
     loss: str = choice("hinge", LOSSES)  # Section 2
-    curriculum: bool = flag(False)  # App. 8.1: R for the first half, CQ for the second
+    curriculum: bool = flag(False)  # App. 8.1: R first, CQ after `switch` steps
+    switch: int = integer(300, 1)  # curriculum: steps on R (Mamba's length on R); the stopping rule starts here
 
     def _check(self) -> None:
         _check_name("name", self.name)
+        if self.curriculum:
+            check_int("switch", self.switch, 1, self.steps - 1)
 
 
 def _check_runs(name: str, runs) -> tuple:
@@ -152,12 +160,11 @@ _PAPER_T2 = {"mamba": dict(PAPER["table2"]["mamba"]),
              "softmax": {**PAPER["table3_softmax"], **PAPER["table2"]["softmax"]}}
 
 
-# Step size and length per model kind, chosen with validation_curve on the confident regime's validation
-# sentences (lr in {1e-3, 3e-3, 1e-2}, up to 800 steps, the lowest validation hinge loss at p_a): Mamba 300
-# steps at 1e-3 (its loss stops improving by then), linear 400 at 1e-3 and softmax 600 at 3e-3 (theirs
-# still fall slowly there: linear 0.091 at 400 vs 0.085 at 700 steps; the chapter's time budget stops them).
-SCHEDULES = {"mamba": {"lr": 1e-3, "steps": 300}, "linear": {"lr": 1e-3, "steps": 400},
-             "softmax": {"lr": 3e-3, "steps": 600}}
+# Step size per model kind, chosen with validation_curve on the confident regime's validation sentences
+# (lr in {1e-3, 3e-3, 1e-2}, up to 800 steps, the lowest validation hinge loss at p_a): Mamba 1e-3, linear
+# 1e-3, softmax 3e-3. The length is not fixed: every run trains until its validation loss stops improving
+# (Run.every, Run.patience; sst2_train.EarlyStop), at most Run.steps steps, and reports the steps it took.
+SCHEDULES = {"mamba": {"lr": 1e-3}, "linear": {"lr": 1e-3}, "softmax": {"lr": 3e-3}}
 _MAMBA = Run("mamba", "mamba", **SCHEDULES["mamba"])
 _LINEAR = Run("linear", "linear", **SCHEDULES["linear"])
 MAIN_TABLE = Table("main (§4.2)", (_MAMBA, _LINEAR), alphas=(0.75,))
@@ -173,14 +180,16 @@ CURRICULUM = Table("App. 8.1 curriculum", (dataclasses.replace(_MAMBA, name="mam
                    alphas=(0.75,), paper=PAPER["curriculum"])
 
 HELD_OUT = SST2Data()
-# Confident regime: the filter probe is fit on 8,000 rows and scores the next 5,000; the 20 % it reads with
-# the largest margin (1,000 sentences) form the training pool (200 of them set aside for validation).
-# Scoring every remaining row (about 33,000) gave a training pool of 5,600 sentences but cost about ten
-# CPU-minutes of float64 embedding on a cold cache, more than the rest of the book together, so a first
-# build could not finish in 10 minutes on 2 cores. With these sizes the probe ceilings stay at 97 % and
-# the whole chapter embeds about 21,000 sentences (book/exec_stats.md gives the time).
-CONFIDENT = SST2Data(regime="confident", n_train=None, keep=0.2, count="balanced", n_probe=8000, n_scored=5000,
-                     n_val=200)
+# Confident regime: the filter probe is fit on 8,000 rows and scores the next 5,000; the kept fraction is
+# chosen on those scored *training* rows (keep=None: the largest of KEEPS at which the probe reads them at
+# 97 % or more, sst2_split.choose_keep), never on test sentences; the kept rows form the training pool (200 of
+# them set aside for validation). Scoring every remaining row (about 33,000) cost about ten CPU-minutes of
+# float64 embedding on a cold cache, so a first build could not finish in 10 minutes on 2 cores.
+# N_RESERVED full sentences are set aside as test candidates: enough that the sentence-level standard
+# error of each accuracy is near or below a point (analysis.sst2.sentence_contrast).
+N_RESERVED = 5000
+CONFIDENT = SST2Data(regime="confident", n_train=None, keep=None, count="balanced", n_probe=8000, n_scored=5000,
+                     n_val=200, n_reserved=N_RESERVED)
 
 
 def _check_tables(name: str, tables) -> tuple:
@@ -210,8 +219,9 @@ DEFINITIONS = {
     "held-out": ("2,000 random rows of train.tsv for training prompts; test prompts from GLUE's dev split "
                  "(872 sentences never seen in training); each context example independently an outlier with "
                  "probability alpha (Definition 2, Eq. (5))."),
-    "confident": ("the 20% of train.tsv rows that a logistic probe (fit on 8,000 other rows) reads with the largest "
-                  "margin; test sentences are 2,500 full sentences set aside beforehand (every phrase of them removed "
+    "confident": ("the rows of train.tsv that a logistic probe (fit on 8,000 other rows) reads with the largest "
+                  "margin, the largest fraction at which it reads those training rows at 97% or more; test sentences "
+                  f"are {N_RESERVED:,} full sentences set aside beforehand (every phrase of them removed "
                   "from training and probe rows) and kept by the same margin threshold; a test prompt holds "
                   "floor(alpha l) or ceil(alpha l) outlier examples, alpha l on average (never l while alpha l <= l - 1)."),
 }
@@ -230,39 +240,18 @@ def fill_embedding_cache(preset: "SST2Preset" = None, *, path=None, cache_dir=No
     """
     preset = PAPER_PRESET if preset is None else preset
     return fill_cache([r.data for r in preset.regimes], path=path, cache_dir=cache_dir, device=device,
-                      progress=progress)
+                      progress=progress, with_val=True)
 
 
 # ---------------------------------------------------------------- training and evaluation
 
 
-def _members(run: Run, feat: SST2Features, cfg: SST2Data, seeds, lrs=None) -> List[Member]:
-    """Engine members of ``run``: one per (step size, seed), member ``k S + s`` is ``(lrs[k], seeds[s])``;
-    initial values from ``(seed, "init")``, training prompts (:class:`SST2Source`) from ``(seed, "train")``."""
-    data = SST2Source(feat.train, l=cfg.l, p_a=run.p_a, switch=run.steps // 2 if run.curriculum else None)
-    return members(seeds, run.kind, data, (run.lr,) if lrs is None else lrs, n_layers=run.n_layers,
-                   options={"n_heads": run.n_heads, "d_model": run.d_model})
-
-
-def _budget(run: Run, steps: Optional[int] = None) -> TrainConfig:
-    """The loop's budget for ``run`` (its ``lr`` is the members')."""
-    return TrainConfig(lr=run.lr, batch_size=run.batch_size, steps=run.steps if steps is None else steps,
-                       optimizer=run.optimizer, loss=run.loss)
-
-
 def trained_models(run: Run, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD_OUT, device=None,
                    progress: bool = False) -> Tuple[list, list]:
-    """Train ``run`` for every seed as one batch of members (:func:`mambaicl.train.train`); returns
-    ``(models, histories)``, one per seed, each model exactly the one a run of that seed alone gives."""
-    seeds = resolve_seeds(seeds)
-    trained = train(_members(run, feat, cfg, seeds), _budget(run), device=resolve_device(device), progress=progress,
-                    record_every=50)
-    models, histories = [], []
-    for i in range(len(seeds)):
-        g, k = trained.locate(i)
-        models.append(g.model.members[k].eval())
-        histories.append(TrainHistory(steps=list(g.history.steps), loss=g.history.loss_of(k)))
-    return models, histories
+    """Train ``run`` for every seed as one batch of members until each one's validation loss stops improving
+    (:func:`mambaicl.experiments.sst2_train.trained_models`); returns ``(models, records)``, one per seed,
+    each model exactly the one a run of that seed alone gives, each record with its ``best_step``."""
+    return _trained(run, feat, cfg, seeds, device=device, progress=progress)
 
 
 def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data, seed: int, stage: str = "test/sst2"):
@@ -273,14 +262,16 @@ def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data, seed: int, st
 
 
 def run_table(table: Table, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD_OUT, device=None,
-              progress: bool = True, models: Optional[dict] = None) -> dict:
-    """Train every run of ``table`` once per seed (or reuse ``models[name]``, one model per seed) and
-    evaluate them on each seed's test prompts (the same prompts for every run of a seed).
+              progress: bool = True, models: Optional[dict] = None, stopping: Optional[dict] = None) -> dict:
+    """Train every run of ``table`` once per seed (or reuse ``models[name]``, one model per seed, with their
+    ``stopping`` records) and evaluate them on each seed's test prompts (the same prompts for every run of a
+    seed); accuracies with their sentence-level errors (test sentences as clusters).
 
     Returns ``{"acc": {run: {(alpha, placement): mean %}}, "acc_seeds": {run: [per-seed dicts]},
-    "se": {run: {(alpha, placement): SE}}, "oracle": {(alpha, placement): mean %}, "oracle_seeds",
-    "oracle_se", "seeds", "n_prompts", "seconds": {run: s}, "models": {run: [models]},
-    "history": {run: [histories]}}``.
+    "se": {run: {(alpha, placement): SE}}, "se_sentences": {run: {(alpha, placement): sentence-level SE}},
+    "resid": {run: [per-seed {(alpha, placement): per-sentence residual sums}]}, "oracle": {(alpha, placement):
+    mean %}, "oracle_seeds", "oracle_se", "seeds", "n_prompts", "n_sentences", "seconds": {run: s},
+    "models": {run: [models]}, "stopping": {run: [per-seed stopping records]}}`` (:func:`accuracy_sentences`).
     """
     seeds = resolve_seeds(seeds)
     prompts = {s: _test_prompts(table, feat.test, cfg, s) for s in seeds}
@@ -288,16 +279,20 @@ def run_table(table: Table, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD
     oracle = [oracle_accuracy(prompts[s], w) for s in seeds]
     keys = list(prompts[seeds[0]])
     o_mean, o_se = acc_stats(oracle, keys, table.n_prompts)
-    res = {"acc": {}, "acc_seeds": {}, "se": {}, "seconds": {}, "models": dict(models or {}), "history": {},
-           "oracle": o_mean, "oracle_se": o_se, "oracle_seeds": oracle, "seeds": seeds, "n_prompts": table.n_prompts}
+    J = len(feat.test.s)
+    res = {"acc": {}, "acc_seeds": {}, "se": {}, "se_sentences": {}, "resid": {}, "seconds": {},
+           "models": dict(models or {}), "stopping": dict(stopping or {}), "oracle": o_mean, "oracle_se": o_se,
+           "oracle_seeds": oracle, "seeds": seeds, "n_prompts": table.n_prompts, "n_sentences": J}
     for run in tqdm(table.runs, desc=table.name, disable=not progress):
         if run.name not in res["models"]:
             t0 = time.perf_counter()
-            res["models"][run.name], res["history"][run.name] = trained_models(run, feat, seeds, cfg, device)
+            res["models"][run.name], res["stopping"][run.name] = trained_models(run, feat, seeds, cfg, device)
             res["seconds"][run.name] = time.perf_counter() - t0
-        per_seed = [accuracy(m, prompts[s], device) for m, s in zip(res["models"][run.name], seeds)]
-        res["acc_seeds"][run.name] = per_seed
-        res["acc"][run.name], res["se"][run.name] = acc_stats(per_seed, keys, table.n_prompts)
+        both = [accuracy_sentences(m, prompts[s], J, device) for m, s in zip(res["models"][run.name], seeds)]
+        res["acc_seeds"][run.name] = [a for a, _ in both]
+        res["resid"][run.name] = [e for _, e in both]
+        res["acc"][run.name], res["se"][run.name], res["se_sentences"][run.name] = sentence_stats(
+            res["acc_seeds"][run.name], res["resid"][run.name], keys, table.n_prompts)
     return res
 
 
@@ -388,7 +383,7 @@ FULL_PRESET = SST2Preset(name="full", regimes=(
     Regime("confident", DEFINITIONS["confident"], CONFIDENT, ALL_TABLES)))
 PRESETS = {"paper": PAPER_PRESET, "full": FULL_PRESET}
 DEFAULT_PRESET = "paper"
-DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 
 
 @dataclass
@@ -410,13 +405,14 @@ def run(preset: SST2Preset = PAPER_PRESET, *, seeds=DEFAULT_SEEDS, device=None, 
     raw_all, feats, regimes = {}, {}, {}
     for regime in preset.regimes:
         cfg = regime.data
-        feat = prepare_features(cfg, path=path, cache_dir=cache_dir, device=device, progress=progress)
+        feat = prepare_features(cfg, path=path, cache_dir=cache_dir, device=device, progress=progress, with_val=True)
         raw, tables, shared = {}, {}, {}
         for table in regime.tables:
             reuse = {r.name: shared[_run_key(r)] for r in table.runs if _run_key(r) in shared}
-            res = run_table(table, feat, seeds, cfg, device=device, progress=progress, models=reuse)
+            res = run_table(table, feat, seeds, cfg, device=device, progress=progress,
+                            models={k: v[0] for k, v in reuse.items()}, stopping={k: v[1] for k, v in reuse.items()})
             for r in table.runs:
-                shared.setdefault(_run_key(r), res["models"][r.name])
+                shared.setdefault(_run_key(r), (res["models"][r.name], res["stopping"][r.name]))
             raw[table.name] = res
             tables[table.name] = table_json(table, res)
         pca = pca_table(feat, preset.pca_ks, cfg)
