@@ -122,7 +122,9 @@ MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers
                          n_search=2, search_steps=60, val_every=25, patience=3, n_val=128, n_norms=128)
 PRESETS = {p.name: p for p in (ONE_LAYER, FIG3, FIG3_NONE, MAMBA1)}
 DEFAULT_PRESET = "fig3"
-DEFAULT_SEEDS = tuple(range(10))  # issue 17: at least 10 seeds
+# Five seeds, not the ten issue 17 asks for: ten seeds of the three deep models (Chapter 5 and the appendix,
+# about 5 CPU-minutes) do not fit the first build's 10 minutes on 2 cores (book/exec_stats.md).
+DEFAULT_SEEDS = tuple(range(5))
 
 
 def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
