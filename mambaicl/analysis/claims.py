@@ -269,7 +269,7 @@ _ROWS = [
           "(not in the paper)", "§4.1 (our variant)",
           "per seed and per layer (no minimum over layers), whether that layer's gate suppresses outliers "
           "(median outlier/clean gate ratio < 1/M1): without minus with RMSNorm",
-          "FIG3 and FIG3_NONE presets (10 seeds, step size searched, trained to a validation plateau)", _T_PARTS,
+          "FIG3 and FIG3_NONE presets (5 seeds, step size searched, trained to a validation plateau)", _T_PARTS,
           all_of("in every layer, more seeds suppress outliers without normalisation than with it",
                  above(0, "layer 1: more seeds suppress without normalisation"),
                  above(0, "layer 2: more seeds suppress without normalisation"),
@@ -285,7 +285,7 @@ _ROWS = [
           "Mamba's performance in the scenario of FQ and R placements is clearly better than that of the linear "
           "Transformer. However, Mamba is more sensitive to the position of outliers, whereas the linear Transformer "
           "(LT) is much less affected", "§4.2, main table",
-          "per-seed accuracy contrasts (points)", "SST-2, confident regime, MAIN_TABLE (5 seeds)", _SST,
+          "per-seed accuracy contrasts (points)", "SST-2, confident regime, MAIN_TABLE (3 seeds)", _SST,
           all_of("Mamba above LT under FQ and R; Mamba drops under CQ, more than LT; LT unaffected by CQ",
                  above(0, "Mamba − LT, FQ"), above(0, "Mamba − LT, R"), above(0, "Mamba FQ − CQ"),
                  above(0, "Mamba's CQ drop − LT's"), contains(0, "LT FQ − CQ = 0 (much less affected)"))),
@@ -356,7 +356,7 @@ _ROWS = [
     Claim("mamba1-mechanism", "appendix_mamba1", "A standard Mamba-1 stack: in-context learning or memorisation?",
           "(not in the paper: App. 8's three-layer models with a Mamba-1 block)", "App. 8 (our variant)",
           "per seed, test error on the reversed tasks (beside the training tasks' and the far tasks')",
-          "MAMBA1 preset (10 seeds, step size searched, trained to a validation plateau)", _T,
+          "MAMBA1 preset (5 seeds, step size searched, trained to a validation plateau)", _T,
           diagnostic("no verdict: a mechanism is read only off a model that learns in context (row deep-icl); "
                      "this row reports what the Mamba-1 stack does on each task group")),
     Claim("mamba1-speed", "appendix_mamba1", "Mamba-1 training step: fast scan vs the plain loop (and mambapy)",

@@ -85,7 +85,7 @@ class Run(Config):
     steps: int = integer(1500, 1)  # the cap: training ends earlier, when the validation loss stops improving
     every: int = integer(50, 1)  # steps between readings of the validation loss
     patience: int = integer(3, 1)  # readings without a new lowest validation loss before a member stops
-    n_val: int = integer(1000, 10)  # validation prompts (from the regime's validation sentences)
+    n_val: int = integer(500, 10)  # validation prompts (500: half the readings' cost of 1,000; the first build's budget) (from the regime's validation sentences)
     batch_size: int = integer(64, 1)  # 64, not 128: the first build's 10-minute budget (book/exec_stats.md)
     lr: float = real(3e-3, 0.0, 1.0, low_open=True)
     optimizer: str = choice("adam", OPTIMIZERS)
