@@ -167,7 +167,7 @@ def table(stats: dict) -> str:
     ]
     emb = stats.get("embedding")
     if emb:
-        lines.append(f"| filling Chapter 6's SST-2 embedding cache on one core, beside the other chapters: "
+        lines.append(f"| filling Chapter 6's SST-2 embedding cache on every core (part of the first build): "
                      f"{emb['encoded']:,} sentences | {emb['seconds']} s |")
     lines += ["", "| chapter | executed in | longest cell | cell timeout / longest cell |", "|---|---|---|---|"]
     for doc, c in stats["chapters"].items():
@@ -175,8 +175,7 @@ def table(stats: dict) -> str:
         lines.append(f"| {{doc}}`{Path(doc).name}` | {c['seconds']:.0f} s | "
                      f"{c['longest_cell_seconds']:.0f} s | {slack} |")
     total = sum(c["seconds"] for c in stats["chapters"].values())
-    fill = (f"; the embedding cache is filled on one of them meanwhile ({emb['seconds']} s), and Chapter 6 starts "
-            "when it is done") if emb else ""
+    fill = f" after the embedding cache is filled ({emb['seconds']} s)" if emb else ""
     lines += ["", f"The chapters' execution times add up to {total / 60:.1f} min; they run in parallel on every "
               f"core{fill}, so the first build takes {stats['first_build_seconds'] / 60:.1f} min. The cell timeout is "
               f"{timeout} s (`execute.timeout` in `_config.yml`)."]

@@ -19,7 +19,7 @@ def _small(norm="rms", **kw):
     model = dataclasses.replace(M.FIG3.model, d_model=16, n_layers=2, norm=norm)
     base = dataclasses.replace(M.FIG3, name="small", model=model, train=dataclasses.replace(M.FIG3.train, steps=40),
                                search_steps=5, val_every=5, patience=2, n_test=16, n_group=8, n_placement=0,
-                               n_sums=8, n_val=16, n_norms=16, record_steps=(1, 5))
+                               n_sums=8, n_val=16, n_norms=16, record_steps=(1, 5), searched_lr=0.0)
     return dataclasses.replace(base, **kw)
 
 
@@ -158,3 +158,23 @@ def test_claim_deep_icl_judges_each_model():
     j = CLAIMS["deep-icl"].judge(parts=[good, good, bad], n_prompts=256)
     assert j.parts_failing() == ["Mamba-1: reversed-task error < 0.25"]
     assert math.isfinite(j.measured[2].mean)
+
+
+@pytest.mark.slow  # the three deep presets' searches, as the presets record them (~40 s CPU)
+@pytest.mark.parametrize("name", ["fig3", "fig3_none", "mamba1"])
+def test_the_recorded_step_size_is_what_the_search_chooses(name):
+    """Chapter 5 and the appendix train with ``searched_lr`` instead of searching again: the search (on the
+    seeds after DEFAULT_SEEDS, scored by the validation loss) must still choose exactly that value."""
+    preset = M.PRESETS[name]
+    found = M.search(preset, M.DEFAULT_SEEDS)
+    assert not set(found.seeds) & set(M.DEFAULT_SEEDS)
+    assert found.best == preset.searched_lr, (found.lrs, found.mean)
+
+
+def test_a_recorded_step_size_is_used_without_a_search_and_must_be_a_candidate():
+    preset = _small(searched_lr=0.01, lrs=(0.1, 0.03, 0.01), train=dataclasses.replace(M.FIG3.train, steps=10))
+    res = M.run(preset, seeds=(0,), progress=False)
+    assert res.lr == 0.01 and res.search["recorded"] and res.search["best"] == 0.01
+    assert res.search["seeds"] == [5, 6] and "mean" not in res.search  # searched once, on the seeds after DEFAULT_SEEDS
+    with pytest.raises(ConfigError, match="searched_lr must be one of lrs"):
+        dataclasses.replace(M.FIG3, searched_lr=0.02)

@@ -20,14 +20,10 @@ build, not in the stored page (``mambaicl.notebook.progress_stream``).
 Settings (``sphinx: config:`` in ``_config.yml``): ``book_execute_workers`` (default: the number of
 cores), ``book_execute_order`` (optional path of a JSON file ``{"chapters": {docname: seconds}}``
 of measured times, used to start the longest chapters first), ``book_execute_prelude`` (optional
-``{docname: command}``: a command that must finish before that chapter starts, run when that
-chapter is to be executed; the book fills Chapter 6's SST-2 embedding cache this way, with its
-progress bar in the terminal; a command that fails stops the build with its message).
-
-A prelude runs on one core (``OMP_NUM_THREADS=1``) *beside* the other chapters: it holds one of the
-``book_execute_workers`` slots, the chapters that do not need it fill the others, and its chapter
-starts as soon as it ends. On 2 cores this keeps both busy from the start: the embedding fill on one
-thread takes about 13 % less CPU than on two (measured), and no core waits for it.
+``{docname: command}``: a command run on every core, before the chapters, when that chapter is to
+be executed; the book fills Chapter 6's SST-2 embedding cache this way, with its progress bar in
+the terminal, so that the filling does not share one core with the other chapters; a command that
+fails stops the build with its message).
 """
 from __future__ import annotations
 
@@ -35,7 +31,7 @@ import json
 import multiprocessing
 import os
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from sphinx.errors import ExtensionError
@@ -129,40 +125,27 @@ def _failure_message(app, out: dict) -> str:
             f"more time with `execute.timeout` in _config.yml.")
 
 
-def _doc(app, path: Path) -> str:
-    return path.relative_to(app.srcdir).with_suffix("").as_posix()
-
-
-def _start_preludes(app, todo: list[Path]) -> dict:
-    """Start, on one core each, the configured command of every chapter about to be executed (its
-    progress bar goes to the terminal); ``{doc: (command, process, start time)}``."""
+def _prelude(app, todo: list[Path]) -> None:
+    """Run the configured command of every chapter about to be executed (inherits the terminal)."""
     import shlex
     import subprocess
     import sys
 
-    started = {}
     for doc, command in (app.config.book_execute_prelude or {}).items():
-        if not any(_doc(app, p) == doc for p in todo):
+        if not any(p.relative_to(app.srcdir).with_suffix("").as_posix() == doc for p in todo):
             continue
         argv = shlex.split(command)
         if argv and argv[0] == "python":
             argv[0] = sys.executable
-        logger.info(f"[book_execute] before {doc}: {command} (on one core, beside the other chapters)")
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        proc = subprocess.Popen(argv, cwd=app.srcdir, stdout=subprocess.PIPE, text=True, env=env)
-        started[doc] = (command, proc, time.perf_counter())
-    return started
-
-
-def _finish_prelude(doc: str, command: str, proc, t0: float) -> None:
-    """Log a finished prelude's output; a failure stops the build (its chapter is never executed)."""
-    out, _ = proc.communicate()
-    for line in (out or "").splitlines():
-        logger.info(f"[book_execute]   {line}")
-    if proc.returncode != 0:
-        raise ExtensionError(f"`{command}` (needed by {doc}) failed with exit code {proc.returncode}; "
-                             "its message is above. Fix the cause and run `jupyter-book build .` again.")
-    logger.info(f"[book_execute] {command}: done in {time.perf_counter() - t0:.0f} s")
+        logger.info(f"[book_execute] before {doc}: {command}")
+        t0 = time.perf_counter()
+        run = subprocess.run(argv, cwd=app.srcdir, stdout=subprocess.PIPE, text=True)
+        for line in (run.stdout or "").splitlines():
+            logger.info(f"[book_execute]   {line}")
+        if run.returncode != 0:
+            raise ExtensionError(f"`{command}` (needed by {doc}) failed with exit code {run.returncode}; "
+                                 "its message is above. Fix the cause and run `jupyter-book build .` again.")
+        logger.info(f"[book_execute] {command}: done in {time.perf_counter() - t0:.0f} s")
 
 
 def _pre_execute(app) -> None:
@@ -184,6 +167,7 @@ def _pre_execute(app) -> None:
         logger.info("[book_execute] every chapter is in the execution cache; nothing to execute")
         return
     todo = _order(app, todo)
+    _prelude(app, todo)
     workers = max(1, min(len(todo), app.config.book_execute_workers or os.cpu_count() or 1))
     timeout = app.config.nb_execution_timeout
     allow = bool(app.config.nb_execution_allow_errors)
@@ -192,45 +176,25 @@ def _pre_execute(app) -> None:
     t0 = time.perf_counter()
     failures, timings = [], {}
     ctx = multiprocessing.get_context("spawn")
-    preludes = _start_preludes(app, todo)
-    pending, running = list(todo), {}
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    try:
-        while pending or running:
-            for doc in [d for d, (_, proc, _) in preludes.items() if proc.poll() is not None]:
-                _finish_prelude(doc, *preludes.pop(doc))
-            slots = workers - len(running) - len(preludes)  # a running prelude holds one core
-            for p in [p for p in pending if _doc(app, p) not in preludes][:max(0, slots)]:
-                pending.remove(p)  # longest first, skipping the chapters whose prelude still runs
-                running[pool.submit(_execute, str(p), str(p.parent), timeout, allow)] = p
-            if not running:  # only chapters waiting for a prelude are left
-                doc = next(iter(preludes))
-                preludes[doc][1].wait()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        jobs = {pool.submit(_execute, str(p), str(p.parent), timeout, allow): p for p in todo}
+        for job in as_completed(jobs):
+            out = job.result()
+            rel = Path(out["path"]).relative_to(app.srcdir).as_posix()
+            if out["error"] is not None:
+                failures.append(out)
+                logger.info(f"[book_execute] FAILED {rel} after {out['seconds']:.0f} s")
                 continue
-            done, _ = wait(list(running), timeout=1.0, return_when=FIRST_COMPLETED)
-            for job in done:
-                running.pop(job)
-                out = job.result()
-                rel = Path(out["path"]).relative_to(app.srcdir).as_posix()
-                if out["error"] is not None:
-                    failures.append(out)
-                    logger.info(f"[book_execute] FAILED {rel} after {out['seconds']:.0f} s")
-                    continue
-                nb = nbformat.reads(out["nb"], as_version=4)
-                longest = max(out["cells"], key=lambda c: c[1]) if out["cells"] else (None, 0.0)
-                cache.cache_notebook_bundle(
-                    CacheBundleIn(nb, out["path"], data={"execution_seconds": out["seconds"],
-                                                         "longest_cell": longest[0],
-                                                         "longest_cell_seconds": longest[1]}),
-                    check_validity=False, overwrite=True)
-                timings[rel] = out["seconds"]
-                logger.info(f"[book_execute] executed {rel} in {out['seconds']:.0f} s "
-                            f"(longest cell {longest[1]:.0f} s) [{time.perf_counter() - t0:.0f} s elapsed]")
-    finally:
-        for command, proc, _ in preludes.values():  # a build stopped early leaves no command behind
-            proc.kill()
-            proc.wait()
-        pool.shutdown(wait=True, cancel_futures=True)
+            nb = nbformat.reads(out["nb"], as_version=4)
+            longest = max(out["cells"], key=lambda c: c[1]) if out["cells"] else (None, 0.0)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(nb, out["path"], data={"execution_seconds": out["seconds"],
+                                                     "longest_cell": longest[0],
+                                                     "longest_cell_seconds": longest[1]}),
+                check_validity=False, overwrite=True)
+            timings[rel] = out["seconds"]
+            logger.info(f"[book_execute] executed {rel} in {out['seconds']:.0f} s "
+                        f"(longest cell {longest[1]:.0f} s) [{time.perf_counter() - t0:.0f} s elapsed]")
     if failures:
         raise ExtensionError("\n\n".join(_failure_message(app, f) for f in failures))
     logger.info(f"[book_execute] {len(todo)} chapter(s) executed in {time.perf_counter() - t0:.0f} s")
