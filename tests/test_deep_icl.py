@@ -178,3 +178,5 @@ def test_a_recorded_step_size_is_used_without_a_search_and_must_be_a_candidate()
     assert res.search["seeds"] == [5, 6] and "mean" not in res.search  # searched once, on the seeds after DEFAULT_SEEDS
     with pytest.raises(ConfigError, match="searched_lr must be one of lrs"):
         dataclasses.replace(M.FIG3, searched_lr=0.02)
+    with pytest.raises(ConfigError, match="searched_lr must be one of lrs"):  # no candidates: nothing was searched
+        dataclasses.replace(M.FIG3, lrs=())

@@ -185,7 +185,8 @@ def _tiny(preset, steps=12, **kw):
     from mambaicl.experiments.mechanism import log_steps as ls
 
     train = dataclasses.replace(preset.train, steps=steps)
-    kw = {"lrs": (), "val_every": 0, "n_norms": 0, **kw}  # fixed steps (the fitting protocol: test_deep_icl.py)
+    # fixed steps at train.lr, no search and no recorded choice (the fitting protocol: test_deep_icl.py)
+    kw = {"lrs": (), "searched_lr": 0.0, "val_every": 0, "n_norms": 0, **kw}
     return dataclasses.replace(preset, name="tiny", train=train, record_steps=ls(steps, 5), n_test=64, n_sums=16,
                                **kw)
 
