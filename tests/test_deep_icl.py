@@ -171,11 +171,14 @@ def test_the_recorded_step_size_is_what_the_search_chooses(name):
     assert found.best == preset.searched_lr, (found.lrs, found.mean)
 
 
+@pytest.mark.slow  # a run and a run with a fresh search (~25 s CPU)
 def test_a_recorded_step_size_is_used_without_a_search_and_must_be_a_candidate():
     preset = _small(searched_lr=0.01, lrs=(0.1, 0.03, 0.01), train=dataclasses.replace(M.FIG3.train, steps=10))
     res = M.run(preset, seeds=(0,), progress=False)
     assert res.lr == 0.01 and res.search["recorded"] and res.search["best"] == 0.01
     assert res.search["seeds"] == [5, 6] and "mean" not in res.search  # searched once, on the seeds after DEFAULT_SEEDS
+    again = M.run(preset, seeds=(5,), progress=False)  # seed 5 chose the recorded value: search anew
+    assert "recorded" not in again.search and not set(again.search["seeds"]) & {5} and "mean" in again.search
     with pytest.raises(ConfigError, match="searched_lr must be one of lrs"):
         dataclasses.replace(M.FIG3, searched_lr=0.02)
     with pytest.raises(ConfigError, match="searched_lr must be one of lrs"):  # no candidates: nothing was searched

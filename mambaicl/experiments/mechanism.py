@@ -84,7 +84,8 @@ class MechanismPreset(Preset):
     lrs: tuple = reals((), 0.0, low_open=True, min_len=0, distinct=True)  # step sizes searched; (): train.lr
     # the step size the search over ``lrs`` chose for the reported seeds DEFAULT_SEEDS (on the n_search seeds
     # after them), recorded so that the chapters do not repeat it; 0: search on every run. tests/test_deep_icl.py
-    # runs the search again and checks that it chooses this value.
+    # runs the search again and checks that it chooses this value. A run whose reported seeds include those
+    # search seeds (e.g. --seeds 0 ... 9) searches again on seeds disjoint from its own (run reports which).
     searched_lr: float = real(0.0, 0.0)
     n_search: int = integer(3, 1)  # search seeds, disjoint from the reported ones
     search_steps: int = integer(100, 1)  # updates of each search run
@@ -356,8 +357,10 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     """
     seeds = resolve_seeds(seeds)
     data, test = setting(preset)
-    found = None if preset.searched_lr else search(preset, seeds, device=device)
-    lr = preset.searched_lr or (preset.train.lr if found is None else found.best)
+    # the recorded step size only when its search seeds are not among the reported ones
+    recorded = bool(preset.searched_lr) and not set(seeds) & set(search_seeds(DEFAULT_SEEDS, preset.n_search))
+    found = None if recorded else search(preset, seeds, device=device)
+    lr = preset.searched_lr if recorded else (preset.train.lr if found is None else found.best)
     runs = seed_runs(preset, seeds, lr=lr, device=device, progress=progress)
     tasks = all_tasks(data.M1)
     reports, errors, groups, group_sums, placement, first_pr, norms = [], [], {}, {}, {}, None, []
@@ -413,7 +416,7 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     final_loss = [] if preset.val_every else [r.history.loss_of(i)[-1] for i, r in enumerate(runs)]
     found_d = {} if found is None else {"lrs": found.lrs, "seeds": found.seeds, "mean": found.mean,
                                         "per_seed": found.per_seed, "best": found.best}
-    if preset.searched_lr:  # the recorded choice (searched once on the seeds after DEFAULT_SEEDS)
+    if recorded:  # the recorded choice (searched once on the seeds after DEFAULT_SEEDS)
         found_d = {"lrs": list(preset.lrs), "seeds": list(search_seeds(DEFAULT_SEEDS, preset.n_search)),
                    "best": preset.searched_lr, "recorded": True}
     return MechanismResult(preset=preset.name, seeds=list(seeds), config=cfg, test_error=errors, test_error_mean=m,
