@@ -202,3 +202,20 @@ def test_claim_measured_of_uses_the_t_interval():
     t = claim.criterion.threshold
     per_seed = [t - 2.2 * se + (v - 3.0) for v in vals]
     assert claim.judge(per_seed=per_seed).verdict == "not reproduced"
+
+
+def test_claim_declarations_state_no_seed_count_the_measurement_records_it():
+    """A seed count typed into a declaration goes stale when a preset's seeds change; the registry refuses it,
+    and every judged row of results.json records how many seeds its verdict rests on (``n_seeds``)."""
+    import dataclasses
+    import re
+
+    from mambaicl.config import ConfigError
+
+    for c in CLAIMS.values():
+        assert not re.search(r"\d+\s*seeds?\b", c.tasks), (c.key, c.tasks)
+    c = next(iter(CLAIMS.values()))
+    with pytest.raises(ConfigError, match=r"^fig2|^eq3|tasks must not state a seed count"):
+        dataclasses.replace(c, tasks="FIG2 preset (5 seeds)")
+    for r in json.loads(RESULTS.read_text(encoding="utf-8")):
+        assert isinstance(r["measured"].get("n_seeds"), int) and r["measured"]["n_seeds"] >= 1, r["key"]

@@ -114,7 +114,7 @@ _ROWS = [
     Claim("ch3-theorem1", "ch03_training_dynamics",
           "Theorem 1 as a scaling law: Mamba's iterations against η, 1−p_a, β, M1, l_tr",
           "after T ≥ T_M = Θ(η^-1 (1−p_a)^-1 β^-2 M1) iterations", "§3.3, Theorem 1, Eq. (2)",
-          "log-log exponents of the iterations to the loss target, per seed", "Chapter 3 sweeps (5 seeds)", _T_PARTS,
+          "log-log exponents of the iterations to the loss target, per seed", "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
           all_of("each exponent's interval contains the theorem's",
                  contains(-1, "η^-1"), contains(-1, "(1−p_a)^-1"), contains(-2, "β^-2"), contains(1, "M1^1"),
                  contains(0, "l_tr^0"))),
@@ -123,7 +123,7 @@ _ROWS = [
           "after T ≥ T_T = Θ(η^-1 (1−p_a)^-1 β^-2 l_tr^-1 M1) iterations ... we have E[ℓ] ≤ ε",
           "§3.4, Theorem 3, Remark 4",
           "log-log exponents of the linear Transformer's iterations; exponent of T_M/T_T in l_tr; its final loss",
-          "Chapter 3 sweeps (5 seeds)", _T_PARTS,
+          "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
           all_of("each exponent contains the theorem's, T_M/T_T ∝ l_tr, and the loss reaches the target",
                  contains(-1, "η^-1"), contains(-1, "(1−p_a)^-1"), contains(-2, "β^-2"), contains(1, "M1^1"),
                  contains(-1, "l_tr^-1"), contains(1, "T_M/T_T ∝ l_tr^1"),
@@ -184,7 +184,7 @@ _ROWS = [
           "(§3.4: the comparison 'is made between sufficient conditions')", "§3.3-3.4, Theorems 2 and 4",
           "per seed, the smallest margin over the 25 (p_a, l_ts) cells of the measured boundary α* (error level of "
           "the BOUNDARY preset) above the boundary the theorems guarantee (conditions (c) and (d), constants 1)",
-          "all 30 tasks, BOUNDARY preset (3 seeds)", _T_PARTS,
+          "all 30 tasks, BOUNDARY preset", _T_PARTS,
           all_of("neither model breaks down inside its guarantee",
                  above(0, "Mamba: α* − min(1, p_a l_tr/l_ts, 1 − log M1/l_ts) > 0 in every cell"),
                  above(0, "linear Transformer: α* − min(1/2, Thm 4(d) limit) > 0 in every cell"))),
@@ -199,14 +199,14 @@ _ROWS = [
           "per seed, the power a of α in l* = C α^a (1/2−α)^-2 fitted to the prompt lengths l* needed for error 0.1 "
           "at α = 0.2, 0.25, ..., 0.45 (where the α/(1/2−α)² branch of the maximum is the larger with unit constants); "
           "the statement, proof (α^-1) and central-limit (α(1−α)) forms fitted side by side in the chapter",
-          "all tasks, FIG2 linear Transformers (5 seeds), rule A", _T,
+          "all tasks, FIG2 linear Transformers, rule A", _T,
           contains(1.0, "power of α = 1 (the statement's α/(½−α)²; the proof's form has −1)")),
     Claim("fig2-task-sets", "ch04_robustness", "Fig. 2's Mamba trained on other training sets that satisfy Condition 1",
           "For any given j ∈ [M1] and either label +1 or −1, the number of tasks in T_tr that map μ_j to that label is "
           "|T_tr|/M1 (Condition 1); ... the classification error of Mamba is smaller than 0.01", "App. 9 Condition 1, "
           "Theorem 2, §4.1",
           "per seed, the all-task test error at α = 0 of Mamba trained on each other Condition-1 training set",
-          "all tasks of 𝒯, FIG2 settings, fig2_ablations preset fig2 (5 seeds)", _T_PARTS,
+          "all tasks of 𝒯, FIG2 settings, fig2_ablations preset fig2", _T_PARTS,
           all_of("all-task error below 0.01 for every other Condition-1 training set",
                  below(0.01, "cycle + its reversals (12 tasks)"), below(0.01, "three reversal pairs (6 tasks)"),
                  below(0.01, "two disjoint 3-cycles (6 tasks)"), below(0.01, "cycle on M1 = 8 patterns (8 tasks)"))),
@@ -269,7 +269,7 @@ _ROWS = [
           "(not in the paper)", "§4.1 (our variant)",
           "per seed and per layer (no minimum over layers), whether that layer's gate suppresses outliers "
           "(median outlier/clean gate ratio < 1/M1): without minus with RMSNorm",
-          "FIG3 and FIG3_NONE presets (5 seeds, step size searched, trained to a validation plateau)", _T_PARTS,
+          "FIG3 and FIG3_NONE presets (step size searched, trained to a validation plateau)", _T_PARTS,
           all_of("in every layer, more seeds suppress outliers without normalisation than with it",
                  above(0, "layer 1: more seeds suppress without normalisation"),
                  above(0, "layer 2: more seeds suppress without normalisation"),
@@ -285,7 +285,7 @@ _ROWS = [
           "Mamba's performance in the scenario of FQ and R placements is clearly better than that of the linear "
           "Transformer. However, Mamba is more sensitive to the position of outliers, whereas the linear Transformer "
           "(LT) is much less affected", "§4.2, main table",
-          "per-seed accuracy contrasts (points)", "SST-2, confident regime, MAIN_TABLE (3 seeds)", _SST,
+          "per-seed accuracy contrasts (points)", "SST-2, confident regime, MAIN_TABLE", _SST,
           all_of("Mamba above LT under FQ and R; Mamba drops under CQ, more than LT; LT unaffected by CQ",
                  above(0, "Mamba − LT, FQ"), above(0, "Mamba − LT, R"), above(0, "Mamba FQ − CQ"),
                  above(0, "Mamba's CQ drop − LT's"), contains(0, "LT FQ − CQ = 0 (much less affected)"))),
@@ -322,7 +322,7 @@ _ROWS = [
           "Where the robustness boundary lies: α* over a grid of p_a and l_ts (Theorems 2(c), 4(c))",
           "(c) α < min(1, p_a l_tr/l_ts) ... which can be close to 1 if ... p_a l_tr/l_ts ≥ 1", "§3.3, Remark 3",
           "per seed, Mamba's α* at the longest minus the shortest l_ts (mean over p_a), κ_a′ = κ_a/L, error 0.25, "
-          "α grid to 0.99", "BOUNDARY preset (3 seeds)", _T,
+          "α grid to 0.99", "BOUNDARY preset", _T,
           above(0, "α* rises with l_ts (condition (c) predicts it falls)"), beyond=True),
     Claim("boundary-kappa", "ch07_beyond",
           "Is Theorem 2(c) far from tight? The boundary at κ_a′ = κ_a as well as κ_a/L, read at error 0.25 and 0.1",
@@ -330,7 +330,7 @@ _ROWS = [
           "robust when α goes to 1 (Condition (c))", "§3.3 Theorem 2, §3.4",
           "per seed, the smallest α* − 1/2 over the cells with r = p_a l_tr/l_ts ≤ 1/2, where condition (c) "
           "guarantees Mamba no more than Theorem 4(c) guarantees the linear Transformer (α < 1/2); α grid to 0.99 "
-          "(a censored α* counts as 0.99)", "all 30 tasks, BOUNDARY preset (3 seeds)", _T_PARTS,
+          "(a censored α* counts as 0.99)", "all 30 tasks, BOUNDARY preset", _T_PARTS,
           all_of("Mamba is robust past 1/2 in every cell where condition (c) guarantees at most 1/2, at both test "
                  "outlier magnitudes and both error levels",
                  above(0, "κ_a′ = κ_a, error level 0.25: α* − 1/2 > 0 in every cell with r ≤ 1/2"),
@@ -340,23 +340,23 @@ _ROWS = [
           beyond=True),
     Claim("gates", "ch07_beyond", "Which gates give robustness: App. 12's gate families on Figure 2's task",
           "Our theoretical analysis can be extended to a broader range of SSM or Linear RNN architectures",
-          "App. 12", "per seed, error at α = 0.8 of the decay-only gates (smallest) minus 1/2", "GATES preset (3 seeds)",
+          "App. 12", "per seed, error at α = 0.8 of the decay-only gates (smallest) minus 1/2", "GATES preset",
           _T, above(0.5, "every decay-only or fixed gate follows the flipped majority (error > 1/2) at α = 0.8"),
           beyond=True),
     Claim("multiclass", "ch07_beyond", "Multi-class with C = 2, 4, 8 classes (App. 13, Eq. 36)",
           "Our theoretical analysis can be extended from binary classification to a basic setting of "
           "multi-classification problems", "App. 13",
-          "per seed, Mamba minus linear Transformer error, C = 8, α = 0.6", "MULTICLASS preset (3 seeds)", _T,
+          "per seed, Mamba minus linear Transformer error, C = 8, α = 0.6", "MULTICLASS preset", _T,
           below(0, "Mamba errs less than the linear Transformer at C = 8, α = 0.6"), beyond=True),
     Claim("regression", "ch07_beyond", "Regression with outliers (App. 14; Park et al.'s finding cited in Remark 6)",
           "This conclusion is consistent with the empirical findings of [22], which observed that Mamba outperforms "
           "linear Transformers in many-outlier regression tasks", "§3.4 (Theorem 4 discussion), App. 14",
-          "per seed, Mamba minus linear squared error at α = 0.8 (App. 14 setting)", "REGRESSION preset (3 seeds)", _T,
+          "per seed, Mamba minus linear squared error at α = 0.8 (App. 14 setting)", "REGRESSION preset", _T,
           below(0, "Mamba's squared error below the linear Transformer's at α = 0.8 (App. 14)"), beyond=True),
     Claim("mamba1-mechanism", "appendix_mamba1", "A standard Mamba-1 stack: in-context learning or memorisation?",
           "(not in the paper: App. 8's three-layer models with a Mamba-1 block)", "App. 8 (our variant)",
           "per seed, test error on the reversed tasks (beside the training tasks' and the far tasks')",
-          "MAMBA1 preset (5 seeds, step size searched, trained to a validation plateau)", _T,
+          "MAMBA1 preset (step size searched, trained to a validation plateau)", _T,
           diagnostic("no verdict: a mechanism is read only off a model that learns in context (row deep-icl); "
                      "this row reports what the Mamba-1 stack does on each task group")),
     Claim("mamba1-speed", "appendix_mamba1", "Mamba-1 training step: fast scan vs the plain loop (and mambapy)",

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ..checks import ConfigError
 from .stats import interval, interval_from_se
 
 __all__ = ["VERDICTS", "KINDS", "Criterion", "Measured", "Claim", "Judgement", "verdict_of", "outcome_of",
@@ -225,6 +227,13 @@ class Claim:
     test: str  # the statistical test
     criterion: Criterion
     beyond: bool = False  # a finding of ours (verdict "beyond the paper"; the criterion says whether it held)
+
+    def __post_init__(self) -> None:
+        # How many seeds a verdict rests on is a fact of the run, recorded by the measurement (``n_seeds``), not
+        # a word of the declaration: a count typed here would go stale when a preset's seeds change.
+        if re.search(r"\d+\s*seeds?\b", self.tasks):
+            raise ConfigError(f"{self.key}: tasks must not state a seed count (the measurement records n_seeds); "
+                              f"got {self.tasks!r}")
 
     def judge(self, per_seed=None, *, parts=None, n_prompts: Optional[int] = None, value=None) -> "Judgement":
         """The verdict of this claim on a measurement.
