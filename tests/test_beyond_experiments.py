@@ -168,3 +168,13 @@ def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
         lr=pre.train["mamba"].lr, progress=False)
     for name, p in ref.named_parameters():
         assert torch.allclose(getattr(stack, name), p, rtol=0, atol=1e-12), name
+
+
+@pytest.mark.slow  # the six searched families' searches (~2 CPU-minutes)
+@pytest.mark.parametrize("family", sorted(gates.SEARCHED_LR))
+def test_the_recorded_gate_step_sizes_are_what_the_search_chooses(family):
+    """Chapter 7 trains the gate families with :data:`gates.SEARCHED_LR` instead of searching again: the search
+    on the record's seeds (disjoint from the reported ones) must still choose exactly the recorded step size."""
+    rec = gates.SEARCHED_LR[family]
+    found = gates.lr_search(gates.APP12, family, lrs=rec.lrs, seeds=rec.seeds)
+    assert found.best == rec.lr, (found.lrs, found.mean)

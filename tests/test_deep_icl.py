@@ -166,9 +166,10 @@ def test_the_recorded_step_size_is_what_the_search_chooses(name):
     """Chapter 5 and the appendix train with ``searched_lr`` instead of searching again: the search (on the
     seeds after DEFAULT_SEEDS, scored by the validation loss) must still choose exactly that value."""
     preset = M.PRESETS[name]
+    rec = preset.recorded_step
     found = M.search(preset, M.DEFAULT_SEEDS)
-    assert not set(found.seeds) & set(M.DEFAULT_SEEDS)
-    assert found.best == preset.searched_lr, (found.lrs, found.mean)
+    assert not set(found.seeds) & set(M.DEFAULT_SEEDS) and tuple(found.seeds) == rec.seeds
+    assert tuple(found.lrs) == rec.lrs and found.best == rec.lr == preset.searched_lr, (found.lrs, found.mean)
 
 
 @pytest.mark.slow  # a run and a run with a fresh search (~25 s CPU)

@@ -293,3 +293,35 @@ def test_members_with_their_own_streams():
         torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
     with pytest.raises(ConfigError, match="^stage must be a non-empty string"):
         Member(0, "mamba", _D1, 0.1, stage="")
+
+
+def test_a_recorded_step_size_is_validated_and_stands_only_for_disjoint_seeds():
+    """The book's one kind of record of a search (gates, SST-2, the deep stacks): the choice must be one of the
+    candidates, and the record stands for reported seeds only when none of its own search seeds is reported."""
+    from mambaicl.analysis.stepsize import RecordedStep
+
+    r = RecordedStep(0.03, (0.1, 0.03, 0.01), (5, 6), "validation loss")
+    assert r.lr == 0.03 and r.lrs == (0.1, 0.03, 0.01) and r.seeds == (5, 6)
+    assert r.usable_for((0, 1, 2, 3, 4)) and not r.usable_for(range(10)) and not r.usable_for((6,))
+    for kw, message in [({"lr": 0.02}, "^lr must be one of lrs"), ({"lr": True}, "^lr must be one of lrs"),
+                        ({"lr": "0.03"}, "^lr must be one of lrs"), ({"how": " "}, "^how must say"),
+                        ({"seeds": (-1,)}, r"^seeds\[0\] must be"), ({"lrs": (0.1, 0.1)}, "^lrs must be distinct")]:
+        args = {"lr": 0.1, "lrs": (0.1, 0.03), "seeds": (5, 6), "how": "x", **kw}
+        with pytest.raises(ConfigError, match=message):
+            RecordedStep(**args)
+
+
+def test_every_recorded_step_size_of_the_book_is_a_record_disjoint_from_its_reported_seeds():
+    from mambaicl.analysis.stepsize import RecordedStep
+    from mambaicl.experiments import gates, mechanism, sst2
+
+    records = [(f"gates.{f}", r, gates.DEFAULT_SEEDS) for f, r in gates.SEARCHED_LR.items()]
+    records += [(f"sst2.{k}", r, sst2.DEFAULT_SEEDS) for k, r in sst2.SEARCHED_LR.items()]
+    records += [(f"mechanism.{p.name}", p.recorded_step, mechanism.DEFAULT_SEEDS)
+                for p in mechanism.PRESETS.values() if p.searched_lr]
+    assert len(records) == 6 + 3 + 3
+    for name, r, reported in records:
+        assert isinstance(r, RecordedStep) and r.usable_for(reported), (name, r)
+    assert {k: v["lr"] for k, v in sst2.SCHEDULES.items()} == {k: r.lr for k, r in sst2.SEARCHED_LR.items()}
+    for f, r in gates.SEARCHED_LR.items():
+        assert gates.APP12.train[f].lr == r.lr, f

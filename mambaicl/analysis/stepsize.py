@@ -16,6 +16,13 @@ All ``len(lrs) * len(seeds)`` members (member ``k S + s``: ``lrs[k]``, ``seeds[s
 :func:`mambaicl.train.train`, each with its own step size and its seed's draws; a diverging member
 stops moving and scores ``inf`` (``nonfinite="mark"``) instead of stopping the others. Used by
 Figure 2 (Chapter 4), the gate families (Chapter 7) and SST-2.
+
+A search that a chapter does not repeat is written down once as a :class:`RecordedStep` (the choice, the
+candidates, the search's seeds and how it scored); an experiment uses a record only for reported seeds
+disjoint from the record's (:meth:`RecordedStep.usable_for`) and searches anew otherwise, and a slow test
+per record re-runs the search and checks that it still chooses the recorded step size. Every recorded
+step size of the book is one: Chapter 5's deep stacks (``MechanismPreset.recorded_step``), the gate
+families (``gates.SEARCHED_LR``) and SST-2 (``sst2.SEARCHED_LR``).
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from ..config import ConfigError, TrainConfig, check_instance, check_int, check_
 from ..train import Member, Trained, train
 from .stats import Comparison, compare, error_mean_se
 
-__all__ = ["search_seeds", "StepSizeSearch", "step_size_search"]
+__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "RecordedStep"]
 
 
 def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
@@ -41,6 +48,32 @@ def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
             out.append(s)
         s += 1
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """The step size ``lr`` that :func:`step_size_search` chose among ``lrs`` on the search seeds ``seeds``,
+    written down so that a chapter need not repeat the search; ``how`` says what scored it (in words)."""
+
+    lr: float
+    lrs: tuple
+    seeds: tuple
+    how: str
+
+    def __post_init__(self) -> None:
+        lrs = check_reals("lrs", self.lrs, 0.0, low_open=True, distinct=True)
+        object.__setattr__(self, "lrs", lrs)
+        object.__setattr__(self, "seeds", check_seeds("seeds", self.seeds))
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or float(self.lr) not in lrs:
+            raise ConfigError(f"lr must be one of lrs {lrs} (the search's choice); got {self.lr!r}")
+        object.__setattr__(self, "lr", float(self.lr))
+        if not isinstance(self.how, str) or not self.how.strip():
+            raise ConfigError(f"how must say what scored the search (a non-empty string); got {self.how!r}")
+
+    def usable_for(self, reported: Sequence[int]) -> bool:
+        """Whether the record may stand for a search on seeds disjoint from ``reported``: only if none of the
+        record's own seeds is reported (the reported runs play no part in choosing their step size)."""
+        return not set(self.seeds) & set(check_seeds("reported", reported))
 
 
 @dataclass

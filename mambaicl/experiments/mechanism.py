@@ -47,7 +47,7 @@ from ..seeding import torch_generator
 from ..members import build_members
 from ..train import Member, MemberStack, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from ..analysis.stepsize import search_seeds
+from ..analysis.stepsize import RecordedStep, search_seeds
 from .mechanism_fit import search_step_size, token_norms, train_to_plateau, validation_prompts
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
@@ -101,6 +101,15 @@ class MechanismPreset(Preset):
                               f"got {self.searched_lr!r}")
         if self.n_norms and self.model is None:
             raise ConfigError("n_norms must be 0 for the one-layer model (token norms are read in deep stacks)")
+
+    @property
+    def recorded_step(self) -> Optional[RecordedStep]:
+        """``searched_lr`` as the book's one kind of record (:class:`mambaicl.analysis.stepsize.RecordedStep`):
+        chosen over ``lrs`` on the ``n_search`` seeds after :data:`DEFAULT_SEEDS`; ``None`` when nothing is recorded."""
+        if not self.searched_lr:
+            return None
+        return RecordedStep(self.searched_lr, self.lrs, search_seeds(DEFAULT_SEEDS, self.n_search),
+                            f"validation hinge loss after {self.search_steps} updates ({self.train.optimizer})")
 
     @property
     def steps_to_record(self) -> tuple:
@@ -358,9 +367,10 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     seeds = resolve_seeds(seeds)
     data, test = setting(preset)
     # the recorded step size only when its search seeds are not among the reported ones
-    recorded = bool(preset.searched_lr) and not set(seeds) & set(search_seeds(DEFAULT_SEEDS, preset.n_search))
+    rec = preset.recorded_step
+    recorded = rec is not None and rec.usable_for(seeds)
     found = None if recorded else search(preset, seeds, device=device)
-    lr = preset.searched_lr if recorded else (preset.train.lr if found is None else found.best)
+    lr = rec.lr if recorded else (preset.train.lr if found is None else found.best)
     runs = seed_runs(preset, seeds, lr=lr, device=device, progress=progress)
     tasks = all_tasks(data.M1)
     reports, errors, groups, group_sums, placement, first_pr, norms = [], [], {}, {}, {}, None, []
@@ -417,8 +427,7 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
     found_d = {} if found is None else {"lrs": found.lrs, "seeds": found.seeds, "mean": found.mean,
                                         "per_seed": found.per_seed, "best": found.best}
     if recorded:  # the recorded choice (searched once on the seeds after DEFAULT_SEEDS)
-        found_d = {"lrs": list(preset.lrs), "seeds": list(search_seeds(DEFAULT_SEEDS, preset.n_search)),
-                   "best": preset.searched_lr, "recorded": True}
+        found_d = {"lrs": list(rec.lrs), "seeds": list(rec.seeds), "best": rec.lr, "recorded": True}
     return MechanismResult(preset=preset.name, seeds=list(seeds), config=cfg, test_error=errors, test_error_mean=m,
                            test_error_se=se, layers=layers, sums=sums, final_train_loss=final_loss,
                            errors_by_group={preset.name: groups} if groups else {}, group_sums=group_sums,
