@@ -13,7 +13,8 @@ slows both alike. A step is everything the engine does: draw the prompts, forwar
 sensitive to other processes at one thread (at two threads it sums both threads' time, i.e. the cost, not the
 latency).
 
-Prints the time per step of every run and, per round, the ratio ``t(8 seeds) / t(1 seed)``, first at
+Prints the time per step of every run and, per round, the ratio ``t(8 seeds) / t(1 seed)``, then the part of a
+step spent drawing the prompts (one Mersenne Twister stream per seed: a cost that grows with the seeds), first at
 ``--also-threads`` threads (a line ``at 2 threads: 8 seeds cost N.NNx one seed``), then at ``--threads``; the last
 line is ``8 seeds cost N.NNx one seed`` with the median ratio over rounds at ``--threads`` (default one).
 """
@@ -28,6 +29,7 @@ import torch
 import dataclasses
 
 from mambaicl.experiments.fig2 import FIG2, members, patterns
+from mambaicl.seeding import torch_generator
 from mambaicl.train import train
 
 
@@ -43,6 +45,18 @@ def step_time(n_seeds: int, steps: int, dtype: torch.dtype, clock=time.perf_coun
     return (clock() - start) / steps
 
 
+def sampling_time(n_seeds: int, steps: int, dtype: torch.dtype, clock=time.perf_counter) -> float:
+    """Seconds per step spent drawing the prompts alone: each seed's own generator (torch's Mersenne Twister,
+    ``(seed, "train")``) draws its uniforms, which become Definition 1 prompts (what the engine does per step)."""
+    ms = members(FIG2, patterns(FIG2, dtype=dtype), range(n_seeds), "mamba")
+    gens = [torch_generator(m.seed, "train") for m in ms]
+    data, batch = ms[0].data, FIG2.train["mamba"].batch_size
+    start = clock()
+    for _ in range(steps):
+        data.sample(batch, gens)
+    return (clock() - start) / steps
+
+
 def ratio(steps: int, rounds: int, dtype: torch.dtype, threads: int, label: str = "", clock=time.perf_counter) -> float:
     """The median over interleaved rounds of ``t(8 seeds) / t(1 seed)`` at ``threads`` torch threads."""
     torch.set_num_threads(threads)
@@ -55,6 +69,9 @@ def ratio(steps: int, rounds: int, dtype: torch.dtype, threads: int, label: str 
         ratios.append(t[8] / t[1])
         print(f"{label}round {r + 1}: 1 seed {1e3 * t[1]:.2f} ms/step, 8 seeds {1e3 * t[8]:.2f} ms/step "
               f"(ran {order[0]} first): ratio {ratios[-1]:.2f}")
+    draw = {n: sampling_time(n, steps, dtype, clock) for n in (1, 8)}
+    print(f"{label}of which drawing the prompts: 1 seed {1e3 * draw[1]:.2f} ms/step, 8 seeds {1e3 * draw[8]:.2f} "
+          f"ms/step (each seed draws from its own stream, so this part grows with the seeds)")
     return statistics.median(ratios)
 
 

@@ -178,3 +178,16 @@ def test_the_recorded_gate_step_sizes_are_what_the_search_chooses(family):
     rec = gates.SEARCHED_LR[family]
     found = gates.lr_search(gates.APP12, family, lrs=rec.lrs, seeds=rec.seeds)
     assert found.best == rec.lr, (found.lrs, found.mean)
+
+
+def test_gates_warns_when_its_reported_seeds_chose_its_recorded_step_sizes():
+    import warnings
+
+    pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=2) for f, t in gates.TINY.train.items()},
+                              n_test=20, n_gate=8)
+    assert pre.train["retnet"].lr == gates.SEARCHED_LR["retnet"].lr  # TINY keeps the recorded step size
+    with pytest.warns(UserWarning, match=r"^gates.run: seeds \[3\] are reported and also chose"):
+        gates.run(pre, seeds=(0, 3), progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        gates.run(pre, seeds=(0,), progress=False)

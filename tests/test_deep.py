@@ -252,3 +252,25 @@ def test_gate_family_arguments_are_checked():
         gates.retnet_gate((1, 3), 1.5)
     with pytest.raises(ConfigError, match="^tau must be a real number"):
         gates.gated_retention_gate(torch.zeros(1, 3), 0.0)
+
+
+def test_row_softmax_is_softmax_with_its_gradient_and_masked_entries_weigh_nothing():
+    """The attention's softmax (running sums only, so the bits do not depend on the CPU's vector width) against
+    torch's own softmax (an independent implementation) and gradcheck, in float64, with causal -inf entries."""
+    import math
+
+    from mambaicl.models.kernels import row_softmax
+
+    g = torch.Generator().manual_seed(3)
+    x = (torch.randn(4, 2, 9, 9, generator=g, dtype=torch.float64) * 3).masked_fill(
+        ~torch.ones(9, 9, dtype=torch.bool).tril(), -math.inf)
+    y = row_softmax(x)
+    assert torch.allclose(y, torch.softmax(x, -1), rtol=0, atol=1e-15)
+    assert bool((y.triu(1) == 0).all()) and torch.allclose(y.sum(-1), torch.ones(4, 2, 9, dtype=torch.float64))
+    xs = torch.randn(3, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(row_softmax, (xs,))
+    w = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    (row_softmax(xs) * w).sum().backward()
+    ref = xs.detach().clone().requires_grad_(True)
+    (torch.softmax(ref, -1) * w).sum().backward()
+    assert torch.allclose(xs.grad, ref.grad, rtol=0, atol=1e-14)

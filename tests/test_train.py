@@ -325,3 +325,16 @@ def test_every_recorded_step_size_of_the_book_is_a_record_disjoint_from_its_repo
     assert {k: v["lr"] for k, v in sst2.SCHEDULES.items()} == {k: r.lr for k, r in sst2.SEARCHED_LR.items()}
     for f, r in gates.SEARCHED_LR.items():
         assert gates.APP12.train[f].lr == r.lr, f
+
+
+def test_reporting_the_seeds_that_chose_a_recorded_step_size_warns():
+    import warnings
+
+    from mambaicl.analysis.stepsize import RecordedStep, warn_if_chosen_on
+
+    r = RecordedStep(0.1, (0.1, 0.3), (3, 4), "validation loss")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_chosen_on([r], (0, 1, 2), "here")  # disjoint: no warning
+    with pytest.warns(UserWarning, match=r"^here: seeds \[3\] are reported and also chose the recorded step sizes"):
+        warn_if_chosen_on([r], (0, 3), "here")

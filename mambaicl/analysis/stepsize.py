@@ -19,8 +19,9 @@ Figure 2 (Chapter 4), the gate families (Chapter 7) and SST-2.
 
 A search that a chapter does not repeat is written down once as a :class:`RecordedStep` (the choice, the
 candidates, the search's seeds and how it scored); an experiment uses a record only for reported seeds
-disjoint from the record's (:meth:`RecordedStep.usable_for`) and searches anew otherwise, and a slow test
-per record re-runs the search and checks that it still chooses the recorded step size. Every recorded
+disjoint from the record's (:meth:`RecordedStep.usable_for`), and the search is re-run to check that it still
+chooses the recorded step size (a slow test for the deep stacks and the gate families; SST-2's three
+validation curves, about 25 CPU-minutes, by hand: see ``sst2.SEARCHED_LR``). Every recorded
 step size of the book is one: Chapter 5's deep stacks (``MechanismPreset.recorded_step``), the gate
 families (``gates.SEARCHED_LR``) and SST-2 (``sst2.SEARCHED_LR``).
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -35,7 +37,7 @@ from ..config import ConfigError, TrainConfig, check_instance, check_int, check_
 from ..train import Member, Trained, train
 from .stats import Comparison, compare, error_mean_se
 
-__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "RecordedStep"]
+__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "RecordedStep", "warn_if_chosen_on"]
 
 
 def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
@@ -74,6 +76,17 @@ class RecordedStep:
         """Whether the record may stand for a search on seeds disjoint from ``reported``: only if none of the
         record's own seeds is reported (the reported runs play no part in choosing their step size)."""
         return not set(self.seeds) & set(check_seeds("reported", reported))
+
+
+def warn_if_chosen_on(records, reported: Sequence[int], where: str) -> None:
+    """Warn (never silently) when reported seeds are also seeds on which a record used for them was chosen: their
+    results then took part in choosing their own step size (the gate families and SST-2 keep their records
+    whatever seeds they report; the deep stacks search anew, :attr:`MechanismPreset.recorded_step`)."""
+    overlap = sorted({s for r in records for s in r.seeds} & set(reported))
+    if overlap:
+        warnings.warn(f"{where}: seeds {overlap} are reported and also chose the recorded step sizes used for them; "
+                      "their results are not independent of that choice (report other seeds, or search anew)",
+                      stacklevel=3)
 
 
 @dataclass

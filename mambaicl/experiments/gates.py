@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..analysis.stepsize import RecordedStep, StepSizeSearch, search_seeds, step_size_search
+from ..analysis.stepsize import RecordedStep, StepSizeSearch, search_seeds, step_size_search, warn_if_chosen_on
 from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, check_choice,
                       check_choices, check_instance, check_reals, check_trains, instance, integer, real, reals,
                       synthetic_trains, to_dict, trains)
@@ -207,6 +207,8 @@ class GatesResult(Result):
 def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> GatesResult:
     """Train every family for every seed, sweep alpha (rule A) and read the gates at ``gate_alpha``."""
     seeds = resolve_seeds(seeds)
+    warn_if_chosen_on([r for f, r in SEARCHED_LR.items() if f in preset.families and preset.train[f].lr == r.lr],
+                      seeds, "gates.run")
     pat = patterns(preset)
     tasks = all_tasks(preset.data.M1)
     gate_test = dataclasses.replace(preset.test, alpha=preset.gate_alpha)

@@ -45,7 +45,7 @@ from torch import nn
 from ..config import DEEP_KINDS, ConfigError, check_choice, check_int
 from .defaults import DEEP_DEFAULTS, check_delta
 from .gated_attention import check_prompt, gate_from_logits
-from .kernels import causal_mask, causal_scores, heads_keys_queries
+from .kernels import causal_mask, causal_scores, heads_keys_queries, row_softmax
 from .mamba1 import MAMBA1_SCANS, Mamba1Block
 from .scan import selective_scan_heads, selective_scan_heads_chunked, selective_scan_heads_factored
 
@@ -91,7 +91,7 @@ def attention_heads(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, softm
         return scores
     scores = scores / math.sqrt(W_B.shape[1])
     causal = causal_mask(u.shape[1], u.device)
-    return torch.softmax(scores.masked_fill(~causal, -math.inf), dim=-1)  # (batch, H, L, L)
+    return row_softmax(scores.masked_fill(~causal, -math.inf))  # (batch, H, L, L)
 
 
 def attend(u: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

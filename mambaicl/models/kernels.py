@@ -15,13 +15,16 @@ Glossary (code name -> paper symbol):
 Every gate of the book (Eq. (3), the channel-wise gate of Eq. (1) unrolled in App. 11.1, the
 App. 12 families, the S6 gate of Mamba-1) is ``exp`` of a sum of per-token log-terms over the
 tokens after (or up to) a position: :func:`suffix_sum` (with :func:`suffix_after`) and
-:func:`running_sum` are the only cumulative sums of :mod:`mambaicl.models`. Every causal score matrix is :func:`causal_scores`.
+:func:`running_sum` are the only cumulative sums of :mod:`mambaicl.models`. Every causal score matrix is :func:`causal_scores`;
+every softmax is :func:`row_softmax`, whose sums are running sums, so its bits do not depend on the CPU's
+vector width.
 """
 from __future__ import annotations
 
 import torch
 
-__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores"]
+__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores",
+           "row_softmax"]
 
 
 def suffix_sum(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -63,3 +66,28 @@ def heads_keys_queries(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor) ->
 def causal_scores(keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
     """``scores[..., t, s] = queries_t . keys_s`` for ``s <= t``, else 0; ``(..., L, L)`` from ``(..., L, m)``."""
     return (queries @ keys.transpose(-1, -2)) * causal_mask(keys.shape[-2], keys.device)
+
+
+class _RowSoftmax(torch.autograd.Function):
+    """Softmax over the last axis whose only sums are :func:`running_sum` (a sequential scan): the same bits on
+    every CPU. ``torch.softmax`` sums a row in the CPU's vector width (8 float32 lanes with AVX2, 16 with
+    AVX-512), so the float32 Transformers of Chapter 6 trained differently on two machines of the same kind."""
+
+    @staticmethod
+    def forward(ctx, x):
+        e = torch.exp(x - x.amax(-1, keepdim=True))  # the maximum is exact in any order
+        y = e / running_sum(e)[..., -1:]
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        gy = g * y
+        return gy - y * running_sum(gy)[..., -1:]  # y (g - sum_s g_s y_s)
+
+
+def row_softmax(x: torch.Tensor) -> torch.Tensor:
+    """``softmax`` over the last axis (``-inf`` entries get weight 0; a row needs one finite entry), with every
+    sum a running sum in a fixed order, forward and backward, so that the result does not depend on the CPU."""
+    return _RowSoftmax.apply(x)
