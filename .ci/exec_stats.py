@@ -136,7 +136,7 @@ def measure(store_outputs: bool = False) -> dict:
 def _stats(clone: Path, commit: str, first: float, rebuild: float, log: Path,
            source: str = "`python .ci/exec_stats.py measure`") -> dict:
     return {"measured": dt.date.today().isoformat(), "commit": commit, "source": source, "machine": _machine(),
-            "command": "jupyter-book build .", "cold": "fresh clone, empty execution cache, empty SST-2 embedding cache",
+            "command": "jupyter-book build .", "cold": "fresh clone, empty execution cache, empty SST-2 embedding cache and result store",
             "first_build_seconds": round(first), "rebuild_seconds": round(rebuild), "chapters": _chapters(clone),
             "embedding": _embedding(log)}
 

@@ -12,7 +12,7 @@ from types import ModuleType
 
 __all__ = ["names", "get"]
 
-_NOT_EXPERIMENTS = {"base", "mechanism_fit", "sst2_train"}  # the protocol, and two experiments' helper modules
+_NOT_EXPERIMENTS = {"base", "store", "mechanism_fit", "sst2_train"}  # the protocol, the result store, two helper modules
 
 
 def names() -> list[str]:
