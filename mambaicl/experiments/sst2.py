@@ -159,16 +159,16 @@ _PAPER_T2 = {"mamba": dict(PAPER["table2"]["mamba"]),
              "softmax": {**PAPER["table3_softmax"], **PAPER["table2"]["softmax"]}}
 
 
-# Three seeds, not the five issue 17 asks for: five seeds of every run (about 7.5 CPU-minutes) do not fit
-# the first build's 10 minutes on 2 cores together with the other chapters (book/exec_stats.md).
-DEFAULT_SEEDS = (0, 1, 2)
-# Step size per model kind, chosen with validation_curve on the confident regime's validation sentences (lr in
-# {1e-3, 3e-3, 1e-2}, up to 800 steps, the lowest validation hinge loss at p_a) on the seeds 3-4 after DEFAULT_SEEDS
-# (about 25 CPU-minutes, run by hand): Mamba 1e-3 (0.162 against 0.239 and 0.290), linear 3e-3 (0.163 against 0.179
-# at 1e-3, the older record made before the data and batch changed), softmax 3e-3 (0.156 against 0.177). Every run
-# trains until its validation loss stops improving (Run.every, Run.patience; sst2_train.EarlyStop), at most Run.steps.
+# Five seeds (issue 17): Chapter 5 and the appendix share their Mamba-1 runs (experiments.store) to make room.
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+# Step size per kind: validation_curve (lr in {1e-3, 3e-3, 1e-2}, up to 800 steps, lowest validation hinge loss;
+# the main table's Mamba and linear runs, App. Table 2's softmax) on the seeds 5-6 after DEFAULT_SEEDS, by hand:
+# Mamba 1e-3 (0.173; 0.281 at 3e-3, 0.306 at 1e-2), linear 1e-3 (0.161; 0.175, 0.194), softmax 1e-2 (0.165; 0.166,
+# 0.170 at 1e-3). On seeds 3-4 the search had chosen 3e-3 for both Transformers (linear 0.163 vs 0.179 at 1e-3,
+# softmax 0.156 vs 0.177): with two search seeds their choice is not stable. Runs train until the validation
+# loss stops improving (Run.every, Run.patience; sst2_train.EarlyStop), at most Run.steps.
 SEARCHED_LR = {k: RecordedStep(lr, (1e-3, 3e-3, 1e-2), search_seeds(DEFAULT_SEEDS, 2), "validation_curve's hinge loss")
-               for k, lr in {"mamba": 1e-3, "linear": 3e-3, "softmax": 3e-3}.items()}
+               for k, lr in {"mamba": 1e-3, "linear": 1e-3, "softmax": 1e-2}.items()}
 SCHEDULES = {k: {"lr": r.lr} for k, r in SEARCHED_LR.items()}
 _MAMBA = Run("mamba", "mamba", **SCHEDULES["mamba"])
 _LINEAR = Run("linear", "linear", **SCHEDULES["linear"])
