@@ -30,7 +30,7 @@ import torch.nn.functional as F_
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError
-from .kernels import log_sigmoids, running_sum, suffix_after, suffix_sum
+from .kernels import running_sum, suffix_after, suffix_sum
 
 __all__ = [
     "check_prompt",
@@ -105,9 +105,9 @@ def log_gate(log_sig: torch.Tensor, log_keep: torch.Tensor, dim: int = -1) -> to
 def gate_from_logits(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """``G_i = sigma(x_i) prod_{j>i} (1 - sigma(x_j))`` from logits ``x`` along axis ``dim`` (default: the last).
 
-    In log space with one reverse cumulative sum, O(L), any shape (:func:`log_sigmoids`).
+    In log space with one reverse cumulative sum, O(L), any shape; ``log(1 - sigma(x)) = log sigma(-x)``.
     """
-    return torch.exp(log_gate(*log_sigmoids(logits), dim))
+    return torch.exp(log_gate(F_.logsigmoid(logits), F_.logsigmoid(-logits), dim))
 
 
 def gate_values(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -147,8 +147,8 @@ class _GatedSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits, att, y):
-        log_sig, log_keep = log_sigmoids(logits)  # (..., L): log sigma_i, log(1 - sigma_i)
-        G = torch.exp(log_gate(log_sig, log_keep))  # (..., L)
+        log_sig = F_.logsigmoid(logits)  # (..., L): log sigma_i
+        G = torch.exp(log_gate(log_sig, log_sig - logits))  # (..., L); log(1 - sigma) = log sigma - x
         Gy = G * y
         c = Gy * att  # (..., L): each token's vote
         ctx.save_for_backward(log_sig, Gy, c)

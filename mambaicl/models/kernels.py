@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["suffix_sum", "suffix_after", "log_sigmoids", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores",
+__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores",
            "row_softmax"]
 
 
@@ -40,15 +40,6 @@ def suffix_after(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """
     suffix = suffix_sum(x, dim)  # sum_{j>=i}
     return torch.cat([suffix.narrow(dim, 1, x.shape[dim] - 1), torch.zeros_like(suffix.narrow(dim, 0, 1))], dim=dim)
-
-
-def log_sigmoids(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log sigma(x), log(1 - sigma(x)))`` of logits ``x``, any shape: one ``logsigmoid`` and the identity
-    ``log(1 - sigma(x)) = log sigma(-x) = log sigma(x) - x`` (a subtraction instead of a second ``logsigmoid``,
-    the costlier kernel on a CPU). The subtraction rounds to the spacing of ``x``: its error is absolute (below
-    ``4 eps |x|``), which is what a running sum of ``log(1 - sigma)`` (a gate's decay) sees."""
-    log_sig = torch.nn.functional.logsigmoid(logits)
-    return log_sig, log_sig - logits
 
 
 def running_sum(x: torch.Tensor, dim: int = -1) -> torch.Tensor:

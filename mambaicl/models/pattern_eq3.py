@@ -26,7 +26,7 @@ import torch.nn.functional as F_
 from torch.autograd.function import once_differentiable
 
 from .gated_attention import log_gate
-from .kernels import log_sigmoids, running_sum
+from .kernels import running_sum
 
 __all__ = ["attention_table", "logit_table", "pattern_gated_sum"]
 
@@ -76,8 +76,8 @@ class _PatternEq3(torch.autograd.Function):
         att = att + c.y * U[..., n:]
         att[..., :l] += c.outlier_scale * U[..., M1 + M2 : n].gather(2, c.outlier_index)
         # the gate and the gated sum, as in gated_sum
-        log_sig, log_keep = log_sigmoids(x)  # (S, B, L): log sigma, log(1 - sigma)
-        G = torch.exp(log_gate(log_sig, log_keep))  # (S, B, L)
+        log_sig = F_.logsigmoid(x)
+        G = torch.exp(log_gate(log_sig, log_sig - x))  # (S, B, L)
         Gy = G * c.y
         votes = Gy * att
         ctx.save_for_backward(log_sig, Gy, votes)

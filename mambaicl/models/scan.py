@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F_
 
 from ..config import check_int
-from .kernels import causal_mask, causal_scores, heads_keys_queries, log_sigmoids, running_sum
+from .kernels import causal_mask, causal_scores, heads_keys_queries, running_sum
 
 __all__ = ["paper_scan_terms", "gated_mix", "selective_scan_heads", "FACTORED_LOG_LIMIT",
            "selective_scan_heads_factored", "SCAN_CHUNK", "selective_scan_heads_chunked"]
@@ -48,10 +48,9 @@ def paper_scan_terms(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: t
     """
     scores = causal_scores(*heads_keys_queries(u, W_B, W_C))  # (batch, H, L(t), L(s))
     logits = torch.einsum("bld,hdc->bhlc", u, W)  # (batch, H, L, D): w_c^T u_s
-    log_sig, log_keep = log_sigmoids(logits)  # (batch, H, L, D): log sigma, log(1 - sigma)
-    cum = running_sum(log_keep, dim=2)  # (batch, H, L, D): sum_{r<=t} log(1 - sigma)
+    cum = running_sum(F_.logsigmoid(-logits), dim=2)  # (batch, H, L, D): sum_{r<=t} log(1 - sigma)
     causal = causal_mask(u.shape[1], u.device)  # (t, s)
-    log_G = log_sig.unsqueeze(2) + cum.unsqueeze(3) - cum.unsqueeze(2)  # (batch, H, t, s, D)
+    log_G = F_.logsigmoid(logits).unsqueeze(2) + cum.unsqueeze(3) - cum.unsqueeze(2)  # (batch, H, t, s, D)
     G = torch.exp(log_G.masked_fill(~causal[:, :, None], -math.inf))  # (batch, H, L, L, D)
     return scores, G
 
@@ -82,12 +81,11 @@ def selective_scan_heads_factored(u, W_B, W_C, W) -> torch.Tensor:
     :func:`selective_scan_heads_chunked` instead, which never exponentiates a positive number.
     """
     logits = torch.einsum("bld,hdc->bhlc", u, W)  # (batch, H, L, D): w_c^T u_s
-    log_sig, log_keep = log_sigmoids(logits)  # (batch, H, L, D): log sigma, log(1 - sigma)
-    cum = running_sum(log_keep, dim=2)  # (batch, H, L, D), <= 0
+    cum = running_sum(F_.logsigmoid(-logits), dim=2)  # (batch, H, L, D), <= 0
     if float(-cum.detach().min()) > FACTORED_LOG_LIMIT:
         return selective_scan_heads_chunked(u, W_B, W_C, W)
     scores = causal_scores(*heads_keys_queries(u, W_B, W_C))  # (batch, H, L(t), L(s))
-    values = torch.exp(log_sig - cum) * u.unsqueeze(1)  # (batch, H, L, D): sigma_s e^{-cum_s} u_s
+    values = torch.exp(F_.logsigmoid(logits) - cum) * u.unsqueeze(1)  # (batch, H, L, D): sigma_s e^{-cum_s} u_s
     return torch.exp(cum) * (scores @ values)  # (batch, H, L, D)
 
 
@@ -120,9 +118,8 @@ def selective_scan_heads_chunked(u, W_B, W_C, W, chunk: int = SCAN_CHUNK) -> tor
     def cut(x):  # (batch, H, L', ...) -> (batch, H, K, chunk, ...)
         return x.reshape(batch, H, K, chunk, *x.shape[3:])
 
-    log_sig, log_keep = log_sigmoids(logits)  # (batch, H, L', D): log sigma, log(1 - sigma)
-    log_s = cut(log_sig)  # (batch, H, K, C, D): log sigma_s
-    c = running_sum(cut(log_keep), dim=3)  # (batch, H, K, C, D): sum of log(1 - sigma) in the chunk
+    log_s = cut(F_.logsigmoid(logits))  # (batch, H, K, C, D): log sigma_s
+    c = running_sum(cut(F_.logsigmoid(-logits)), dim=3)  # (batch, H, K, C, D): sum of log(1 - sigma) in the chunk
     keys, queries = (cut(t) for t in heads_keys_queries(u, W_B, W_C))  # (batch, H, K, C, m) each
     uc = u.reshape(batch, 1, K, chunk, D)  # (batch, 1, K, C, D)
     scores = causal_scores(keys, queries)  # (batch, H, K, C(t), C(s))
