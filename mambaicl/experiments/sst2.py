@@ -119,7 +119,7 @@ class Table(Config):
     alphas: Tuple[float, ...] = reals((0.75,), 0.0, 1.0)
     placements: Tuple[str, ...] = choices(("FQ", "R", "CQ"), PLACEMENTS + tuple(PLACEMENT_LABELS.values()))
     rule: str = choice("B", RULES + tuple(RULE_LABELS.values()))  # Example 1: outliers labelled +1 (targeted)
-    n_prompts: int = integer(4000, 1)  # test prompts per (alpha, placement, seed), the same for every run of a seed
+    n_prompts: int = integer(2400, 1)  # per (alpha, placement, seed), same for every run: 12,000 per accuracy (5 seeds)
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
 
     def _check(self) -> None:
@@ -433,7 +433,7 @@ def run(preset: SST2Preset = PAPER_PRESET, *, seeds=DEFAULT_SEEDS, device=None, 
                  "ceilings": probe_ceilings(feat, cfg), "pca": {str(k): list(v) for k, v in pca.items()},
                  "tables": tables, "claims": found, "verdicts": {k: judge(found, k).verdict for k in found}}
         if MAIN_TABLE.name in raw:
-            memo = memorisation(raw[MAIN_TABLE.name], feat, cfg, device=device)
+            memo = memorisation(raw[MAIN_TABLE.name], feat, cfg, n_prompts=MAIN_TABLE.n_prompts, device=device)
             entry["memorisation"] = {pool: {r: {"mean": v[0], "se": v[1], "per_seed": v[2]} for r, v in d.items()}
                                      for pool, d in memo.items()}
             raw["memorisation"] = memo
