@@ -22,8 +22,8 @@ from pathlib import Path
 
 from .config import ConfigError
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "json_text", "prepare_out_dir", "write_outputs",
-           "OUTPUT_FILES"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "set_aside", "write_json", "json_text", "prepare_out_dir",
+           "write_outputs", "OUTPUT_FILES"]
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755
@@ -66,6 +66,21 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, mode: int = FILE_MO
         raise
     _fsync_dir(folder)
     return path
+
+
+def set_aside(path: str | os.PathLike) -> Path:
+    """Rename an unreadable file to ``<name>.bad`` (``<name>.bad.N`` if taken), never delete it; returns the new
+    path (nothing happens if another process moved the file first)."""
+    path = Path(path)
+    bad, n = path.with_name(path.name + ".bad"), 0
+    while bad.exists():
+        n += 1
+        bad = path.with_name(f"{path.name}.bad.{n}")
+    try:
+        os.replace(path, bad)
+    except FileNotFoundError:
+        pass
+    return bad
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

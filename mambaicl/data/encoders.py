@@ -37,6 +37,7 @@ from typing import Sequence
 import torch
 
 from ..config import ConfigError
+from ..io import set_aside
 
 __all__ = [
     "DEFAULT_ENCODER",
@@ -238,23 +239,10 @@ class EmbeddingCache:
             return None
         except Exception as exc:
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-            bad = self._set_aside(file)
+            bad = set_aside(file)
             warnings.warn(f"embedding cache shard {file} is corrupt or unreadable ({reason}); set aside as "
                           f"{bad.name}, its texts will be encoded again", stacklevel=4)
             return None
-
-    @staticmethod
-    def _set_aside(file: Path) -> Path:
-        """Rename an unreadable shard to ``<name>.bad`` (``<name>.bad.N`` if taken); returns the new path."""
-        bad, n = file.with_name(file.name + ".bad"), 0
-        while bad.exists():
-            n += 1
-            bad = file.with_name(f"{file.name}.bad.{n}")
-        try:
-            os.replace(file, bad)
-        except FileNotFoundError:
-            pass
-        return bad
 
     def _clean_temporary(self, max_age: float = 86400.0) -> None:
         """Remove temporary files of interrupted writes older than ``max_age`` seconds."""

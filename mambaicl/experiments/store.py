@@ -29,7 +29,7 @@ import torch
 
 from ..config import ConfigError
 from ..data.encoders import default_cache_dir
-from ..io import atomic_write_bytes
+from ..io import atomic_write_bytes, set_aside
 
 __all__ = ["stored", "is_stored", "store_key", "source_digest", "results_dir", "STORE_ENV_VAR"]
 
@@ -75,18 +75,6 @@ def _enabled() -> bool:
     raise ConfigError(f"{STORE_ENV_VAR} must be one of on, off (or 1/0, true/false, yes/no); got {value!r}")
 
 
-def _set_aside(file: Path) -> Path:
-    bad, n = file.with_name(file.name + ".bad"), 0
-    while bad.exists():
-        n += 1
-        bad = file.with_name(f"{file.name}.bad.{n}")
-    try:
-        os.replace(file, bad)
-    except FileNotFoundError:
-        pass
-    return bad
-
-
 def _file(fn: Callable, args: tuple, kwargs: dict, cache_dir) -> Path:
     return results_dir(cache_dir) / f"{fn.__module__.rsplit('.', 1)[-1]}-{store_key(fn, args, kwargs)[:32]}.pt"
 
@@ -114,7 +102,7 @@ def stored(fn: Callable[..., Any], *args, cache_dir: str | os.PathLike | None = 
         except FileNotFoundError:  # set aside or replaced by another process meanwhile: compute
             pass
         except Exception as exc:  # noqa: BLE001 - any unreadable file is set aside, never trusted
-            bad = _set_aside(file)
+            bad = set_aside(file)
             warnings.warn(f"stored result {file} is unreadable ({type(exc).__name__}); set aside as {bad.name}, "
                           "computing it again", stacklevel=2)
     result = fn(*args, **kwargs)
