@@ -13,6 +13,8 @@ plain ``pytest`` still runs everything.
 """
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,20 @@ SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest`
     "tests/test_sst2_experiments.py::test_seeds_trained_as_one_batch_equal_each_seed_alone": "two runs trained twice "
     "with validation readings (~6 s CPU)",
 }
+
+
+def _load_statistical_plugin():
+    """tests/nbval_statistical.py: the statistical check of ``# NBVAL_STATISTICAL`` cells (a plugin of nbval)."""
+    spec = importlib.util.spec_from_file_location("nbval_statistical", ROOT / "tests" / "nbval_statistical.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("nbval_statistical", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.has_plugin("nbval_statistical"):
+        config.pluginmanager.register(_load_statistical_plugin(), "nbval_statistical")
 
 
 def _is_book(path: Path) -> bool:
