@@ -35,9 +35,9 @@ FIG2_EPSILON = 0.01
 M1_PAPER = 6
 #: The margin of every predicted exponent, stated once. The paper states orders (Θ, ≲, ≳) whose hidden factors
 #: include slowly varying ones (its conditions carry log M1 and log ε^-1, Lemma 4's rates a second, i²-summed
-#: term): a logarithmic factor log x changes a power law's fitted slope by 1 / ln x, 0.3 to 0.9 over our sweeps'
-#: x from 3 to 30; a quarter power is the smallest deviation such a factor cannot produce at the sweeps' upper
-#: ends, so an exponent within 0.25 of the paper's is its prediction, one beyond it is not.
+#: term). One logarithmic factor log x bends a fitted power law's slope by 1 / ln x: about 0.3 at the top of our
+#: sweeps (x ≈ 30), more below. We take a quarter power, a little under one such factor's bend where it is
+#: smallest: an exponent within 0.25 of the paper's is its prediction, one wholly beyond is not.
 EXPONENT_MARGIN = 0.25
 #: The relative margin of a predicted ratio of two Θ(·) quantities with the same hidden constant: a quarter of the
 #: ratio, the exponent margin's counterpart (an exponent off by 0.25 on a factor that changes by e moves the ratio

@@ -18,7 +18,7 @@ from ..analysis.verdicts import VERDICTS, part_outcome
 __all__ = ["VERDICT_COLOURS", "OUTCOME_MARKS", "claim_marks", "results_picture", "picture_svg"]
 
 VERDICT_COLOURS = {"identity verified": "#555555", "reproduced": "#009E73", "partly reproduced": "#E69F00",
-                   "undecided": "#56B4E9", "not reproduced": "#D55E00", "contradicted": "#8B0000",
+                   "undecided": "#CC79A7", "not reproduced": "#D55E00", "contradicted": "#8B0000",
                    "diagnostic": "#999999", "beyond the paper": "#0072B2"}
 #: outcome -> (marker, face colour, label)
 OUTCOME_MARKS = {True: ("o", "#009E73", "part holds"), False: ("X", "#D55E00", "part fails"),
@@ -42,9 +42,15 @@ def _chapter(row: dict) -> str:
     return _CHAPTER_NAMES.get(key, row["chapter"])
 
 
+def _darker(hex_colour: str, f: float = 0.72) -> str:
+    """The colour darkened for text on the white card (the light bands keep the palette's own colour)."""
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{int(c * f):02x}" for c in (r, g, b))
+
+
 def results_picture(rows: list, width: float = 7.0):
-    """One row per claim (grouped by chapter, in the order given), the claim's key and verdict in the verdict's
-    colour, one mark per part. Returns the matplotlib figure."""
+    """One row per claim, grouped by chapter (chapters in book order, rows in the order given within each), the
+    claim's key and verdict in the verdict's colour, one mark per part. Returns the matplotlib figure."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -53,6 +59,8 @@ def results_picture(rows: list, width: float = 7.0):
     from .style import use_style
 
     use_style()
+    order = list(_CHAPTER_NAMES.values())
+    rows = sorted(rows, key=lambda r: order.index(_chapter(r)) if _chapter(r) in order else len(order))  # stable
     lines, chapter = [], None  # ("head", name) or ("row", row)
     for r in rows:
         if _chapter(r) != chapter:
@@ -74,14 +82,14 @@ def results_picture(rows: list, width: float = 7.0):
         col = VERDICT_COLOURS[r["verdict"]]
         ax.axhspan(y - 0.45, y + 0.45, xmin=0, xmax=1, color=col, alpha=0.10, lw=0)
         ax.text(x_key, y, r["key"], fontsize=7, va="center", ha="right", clip_on=False)
-        ax.text(x_verdict, y, r["verdict"], fontsize=7, va="center", ha="left", color=col, fontweight="bold",
+        ax.text(x_verdict, y, r["verdict"], fontsize=7, va="center", ha="left", color=_darker(col), fontweight="bold",
                 clip_on=False)
         for i, o in enumerate(claim_marks(r)):
             mk, face, _ = OUTCOME_MARKS[o]
             ax.plot([i + 0.3], [y], marker=mk, ms=5.5, mfc=face, mec="#333333" if o is None else face, mew=0.9,
                     ls="none")
         if not claim_marks(r):
-            ax.text(0.3, y, "no verdict (a breakdown of another row)", fontsize=6.5, va="center", color="#555555")
+            ax.text(0.3, y, "no verdict (diagnostic)", fontsize=6.5, va="center", color="#555555")
     handles = [plt.Line2D([], [], marker=mk, ms=5.5, mfc=face, mec="#333333" if o is None else face, ls="none",
                           label=label) for o, (mk, face, label) in OUTCOME_MARKS.items()]
     handles += [plt.Line2D([], [], color=VERDICT_COLOURS[v], lw=5, alpha=0.6, label=v) for v in VERDICTS]
