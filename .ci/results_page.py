@@ -233,6 +233,16 @@ def page(rs: list[dict]) -> str:
                      f"**{r['verdict']}** | {{ref}}`res-{r['key']}` |")
     lines += ["", "The same rows, with the paper's quotes, the measured values per seed and the criteria, are in",
               "{download}`results.json <results.json>` (generated with this page)."]
+    from mambaicl.viz.results import chapter_keys
+
+    if chapter_keys(rs):
+        lines += ["", "## Every part, by chapter", "",
+                  "Each panel is one part of a claim, in its own units: our 95 % interval and mean (green: the part",
+                  "holds; orange: it fails; purple: undecided), the criterion's decision points (dashed) and the region",
+                  "where the part holds (shaded)."]
+    for ch in chapter_keys(rs):
+        lines += ["", f":::{{figure}} results_{ch}.svg", f":name: fig-results-{ch}", ":width: 100%", "",
+                  f"Every judged part of {_CHAPTER_TITLES.get(ch, ch)}'s claims.", ":::"]
     return "\n".join(lines) + "\n"
 
 
@@ -263,8 +273,17 @@ def readme(rs: list[dict]) -> str:
     return head + BEGIN + "\n" + readme_table(rs) + "\n" + END + tail
 
 
+_CHAPTER_TITLES = {"ch03": "Chapter 3", "ch04": "Chapter 4", "ch05": "Chapter 5", "ch06": "Chapter 6",
+                   "ch07": "Chapter 7", "appendix": "the appendix"}
+
+
 def outputs(rs: list[dict]) -> dict:
-    return {PAGE: page(rs), JSON: as_json(rs), FOREST: forest_svg(rs), README: readme(rs)}
+    from mambaicl.viz.results import chapter_keys, details_svg
+
+    out = {PAGE: page(rs), JSON: as_json(rs), FOREST: forest_svg(rs), README: readme(rs)}
+    for ch in chapter_keys(rs):
+        out[ROOT / "book" / f"results_{ch}.svg"] = details_svg(rs, ch)
+    return out
 
 
 def main(argv=None) -> int:

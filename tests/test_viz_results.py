@@ -43,3 +43,19 @@ def test_claim_picture_has_one_row_per_claim_and_one_mark_per_part():
 def test_claim_picture_svg_is_deterministic():
     rows = _rows()
     assert picture_svg(rows) == picture_svg(rows)
+
+
+def test_claim_detail_figures_have_one_panel_per_judged_part():
+    import matplotlib.pyplot as plt
+
+    from mambaicl.viz.results import chapter_keys, part_intervals
+
+    rows = _rows()
+    keys = chapter_keys(rows)
+    assert keys and keys == sorted(keys, key=lambda k: (k == "appendix", k))
+    for ch in keys:
+        fig = part_intervals(rows, ch)
+        want = sum(len(claim_marks(r)) for r in rows
+                   if r["chapter"].startswith(ch) and r["criterion"]["kind"] not in ("identity", "diagnostic"))
+        assert sum(ax.axison for ax in fig.axes) == want, ch
+        plt.close(fig)

@@ -15,7 +15,8 @@ import io
 
 from ..analysis.verdicts import VERDICTS, part_outcome
 
-__all__ = ["VERDICT_COLOURS", "OUTCOME_MARKS", "claim_marks", "results_picture", "picture_svg"]
+__all__ = ["VERDICT_COLOURS", "OUTCOME_MARKS", "claim_marks", "results_picture", "picture_svg", "chapter_keys",
+           "part_intervals", "details_svg"]
 
 VERDICT_COLOURS = {"identity verified": "#555555", "reproduced": "#009E73", "partly reproduced": "#E69F00",
                    "undecided": "#CC79A7", "not reproduced": "#D55E00", "contradicted": "#8B0000",
@@ -105,6 +106,90 @@ def picture_svg(rows: list) -> str:
 
     with plt.rc_context({"svg.hashsalt": "mambaicl-results", "svg.fonttype": "none"}):
         fig = results_picture(rows)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ per-chapter details
+
+
+def chapter_keys(rows: list) -> list:
+    """The chapters of ``rows`` with a judged part, in book order (``"ch03"``, ..., ``"appendix"``)."""
+    keys = []
+    for k in _CHAPTER_NAMES:
+        if any(r["chapter"].split("_")[0] == k and claim_marks(r) and r["criterion"]["kind"] != "identity"
+               for r in rows):
+            keys.append(k)
+    return keys
+
+
+def _part_lines(rows: list, chapter: str) -> list:
+    out = []
+    for r in rows:
+        if r["chapter"].split("_")[0] != chapter or r["criterion"]["kind"] in ("identity", "diagnostic"):
+            continue
+        c, m = r["criterion"], r["measured"]
+        pairs = list(zip(c["all"], m["all"])) if c["kind"] == "all" else [(c, m)]
+        for i, (p, mm) in enumerate(pairs):
+            out.append((f"{r['key']}" + (f" [{i + 1}]" if len(pairs) > 1 else ""), p, mm, part_outcome(p, mm)))
+    return out
+
+
+def part_intervals(rows: list, chapter: str, cols: int = 3, width: float = 7.0):
+    """Every judged part of one chapter's claims, one small panel each in the part's own units: our 95 % interval
+    and mean (coloured by the part's outcome), the decision points (dashed) and the region where the part holds
+    (shaded). Returns the matplotlib figure."""
+    import math
+
+    import matplotlib.pyplot as plt
+
+    from .style import use_style
+
+    use_style()
+    lines = _part_lines(rows, chapter)
+    n_rows = max(1, math.ceil(len(lines) / cols))
+    fig, axes = plt.subplots(n_rows, cols, figsize=(width, 0.85 * n_rows + 0.3), squeeze=False)
+    for ax in axes.flat[len(lines):]:
+        ax.axis("off")
+    for ax, (label, p, m, o) in zip(axes.flat, lines):
+        lo, hi, mean = (math.nan if m.get(k) is None else float(m[k]) for k in ("low", "high", "mean"))
+        t = float(p["threshold"])
+        mg = float(p.get("margin") or 0.0)
+        a = -math.inf if p["kind"] == "below" or p.get("side") == "below" else t - (mg if p["kind"] == "within" else 0)
+        b = math.inf if p["kind"] == "above" or p.get("side") == "above" else t + (mg if p["kind"] == "within" else 0)
+        pts = [x for x in (lo, hi, mean, a, b) if math.isfinite(x)]
+        span = (max(pts) - min(pts)) or max(abs(t), 1.0) * 0.1
+        x0, x1 = min(pts) - 0.15 * span, max(pts) + 0.15 * span
+        ax.axvspan(max(a, x0), min(b, x1), color="#009E73", alpha=0.12, lw=0)
+        for x in (a, b):
+            if math.isfinite(x):
+                ax.axvline(x, color="#333333", ls="--", lw=0.8)
+        col = {True: "#009E73", False: "#D55E00", None: "#CC79A7"}[o]
+        if math.isfinite(lo) and math.isfinite(hi):
+            ax.plot([lo, hi], [0, 0], color=col, lw=2.2, solid_capstyle="butt")
+        if math.isfinite(mean):
+            ax.plot([mean], [0], "o", color=col, ms=3.5)
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(-1, 1)
+        ax.set_yticks([])
+        ax.grid(False)
+        ax.spines["left"].set_visible(False)
+        ax.tick_params(axis="x", labelsize=5.5, length=2, pad=1)
+        ax.locator_params(axis="x", nbins=4)
+        words = p["text"] if len(p["text"]) <= 52 else p["text"][:51] + "…"
+        ax.set_title(f"{label}\n{words}", fontsize=5.5, loc="left", pad=2)
+    fig.tight_layout(h_pad=0.5, w_pad=0.8)
+    return fig
+
+
+def details_svg(rows: list, chapter: str) -> str:
+    """:func:`part_intervals` as deterministic SVG text."""
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({"svg.hashsalt": "mambaicl-results", "svg.fonttype": "none"}):
+        fig = part_intervals(rows, chapter)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
