@@ -105,8 +105,6 @@ def with_outcomes(criterion: dict, measured: dict) -> dict:
     differs is an error (the chapter ran an older rule: re-execute it)."""
     measured = json.loads(json.dumps(measured))
     for p, m in _parts(criterion, measured):
-        if p["kind"] == "identity":
-            continue
         h = part_outcome(p, m)
         if "holds" in m and m["holds"] != h:
             raise SystemExit(f"part {p['text']!r}: stored holds={m['holds']} but the rule gives {h}: re-execute")
@@ -125,7 +123,7 @@ def check_json(rows: list) -> list:
             bad.append(f"{r['key']}: a 'contains' criterion (use 'within' with a margin)")
             continue
         for p, mm in _parts(c, m):
-            if p["kind"] != "identity" and mm.get("holds", "missing") != part_outcome(p, mm):
+            if mm.get("holds", "missing") != part_outcome(p, mm):
                 bad.append(f"{r['key']}: part {p['text']!r} holds={mm.get('holds', 'missing')}, the rule gives "
                            f"{part_outcome(p, mm)}")
             if c["kind"] not in ("identity", "diagnostic") and not (isinstance(mm.get("n_seeds"), int) and "values" in mm):

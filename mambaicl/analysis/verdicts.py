@@ -364,9 +364,11 @@ class Claim:
 
     def _part_json(self, part: Criterion, m: Measured) -> dict:
         d = m.to_json()
-        if part.kind in ("identity", "diagnostic"):
+        if part.kind == "diagnostic":
             return d
         d["holds"] = part_outcome(part.to_json(), d)
+        if part.kind == "identity":
+            return d
         if d["holds"] is None:
             d["seeds_to_decide"] = seeds_needed(part.to_json(), d)
         if self.failing is not None and len(m.values) == m.n_seeds and m.n_seeds >= 1:
