@@ -15,13 +15,15 @@ def test_mean_se_against_numpy():
     assert math.isnan(mean_se([0.3])[1])
 
 
-def test_error_mean_se_counts_seeds_and_prompts():
-    m, se = error_mean_se([0.1, 0.1, 0.1], n_prompts=100)  # no seed spread: the binomial noise remains
+def test_error_mean_se_counts_seeds_and_prompts_once():
+    m, se = error_mean_se([0.1, 0.1, 0.1], n_prompts=100)  # no seed spread: the binomial floor remains
     assert m == pytest.approx(0.1) and se == pytest.approx(math.sqrt(0.1 * 0.9 / 100) / math.sqrt(3))
-    m2, se2 = error_mean_se([0.1, 0.2, 0.3], n_prompts=100)
+    m2, se2 = error_mean_se([0.1, 0.2, 0.3], n_prompts=100)  # own prompts: inside the seed spread
     seeds = np.std([0.1, 0.2, 0.3], ddof=1) / math.sqrt(3)
     prompts = math.sqrt(np.mean([p * (1 - p) / 100 for p in (0.1, 0.2, 0.3)]) / 3)
-    assert se2 == pytest.approx(math.sqrt(seeds ** 2 + prompts ** 2))
+    assert prompts < seeds and se2 == pytest.approx(seeds)
+    _, se3 = error_mean_se([0.1, 0.2, 0.3], n_prompts=100, shared=True)  # shared prompts: their common part added
+    assert se3 == pytest.approx(math.sqrt(seeds ** 2 + prompts ** 2))
 
 
 def test_compare_applies_the_t_interval_rule():

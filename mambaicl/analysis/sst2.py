@@ -13,10 +13,9 @@ Glossary (code name -> paper symbol):
 ===================  ========================================================================
 
 Every claim is a linear contrast of per-seed accuracies judged by the book's rule (the 95 % t
-interval over seeds, df = seeds - 1), its standard error counting the seed spread and the sampling of
-prompts *and* test sentences: the test sentences are reused across prompts, seeds, runs and placements,
-so their part is a cluster standard error with the query sentence as the cluster
-(:func:`sentence_contrast`); the registry of claims (:mod:`mambaicl.analysis.claims`) turns the checks
+interval over seeds, df = seeds - 1), its standard error counting each noise source once: the seed
+spread (which contains each seed's own prompts) and the test sentences, which every seed reuses, by
+the cross-seed covariance of the per-sentence residuals (:func:`sentence_contrast`); the registry of claims (:mod:`mambaicl.analysis.claims`) turns the checks
 of one table into its verdict.
 """
 from __future__ import annotations
@@ -32,7 +31,7 @@ from ..data.poisoning import EmbeddedPool, sst2_prompts
 from ..data.sst2_split import KEEPS, SST2Data, SST2Features, keep_threshold
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
-from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, mean_se
+from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, mean_se, shared_cluster_se
 
 __all__ = ["PCA_KS", "KEEPS", "accuracy", "accuracy_sentences", "sentence_contrast", "sentence_stats",
            "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
@@ -72,30 +71,25 @@ def accuracy_sentences(model, prompts, n_sentences: int, device=None) -> tuple:
 
 
 def sentence_contrast(terms, n_prompts: int, scale: float = 100.0) -> Contrast:
-    """``sum_i c_i a_i`` over seeds (``a_i`` accuracies in %), its standard error counting the seed spread and
-    the sampling of test sentences and prompts: ``se^2 = se_seeds^2 + se_sentences^2`` with the cluster
-    (query sentence) standard error of the seed-averaged contrast,
-    ``se_sentences^2 = J/(J-1) sum_j (sum_i c_i sum_s e_isj / (S n))^2`` (``e_isj``: :func:`accuracy_sentences`'s
-    residual sums of term ``i``, seed ``s``, sentence ``j``; ``n`` prompts per term and seed).
+    """``sum_i c_i a_i`` over seeds (``a_i`` accuracies in %), its standard error counting each noise source once:
+    ``se^2 = se_seeds^2 + se_sentences^2``. Every seed draws its own prompts, so the seed spread contains the
+    prompts' noise (:func:`mambaicl.analysis.stats.contrast`: floored at their binomial part); the test sentences are shared by every seed, and their common part is the cross-seed
+    covariance of the per-sentence residuals (:func:`mambaicl.analysis.stats.shared_cluster_se`).
 
-    ``terms``: ``(c_i, per-seed values, per-seed residual vectors)``. The seed spread already contains the
-    prompts' noise, which the cluster term counts again (conservative). ``Contrast.values`` are the per-seed
-    contrasts; the sentence part alone is ``sentence_se(terms, n_prompts)``.
+    ``terms``: ``(c_i, per-seed values, per-seed residual vectors)`` (:func:`accuracy_sentences`'s residual sums,
+    ``n`` prompts per term and seed). ``Contrast.values`` are the per-seed contrasts; the sentence part alone is
+    ``sentence_se(terms, n_prompts)``.
     """
-    S = len(terms[0][1])
-    values = [sum(c * v[s] for c, v, _ in terms) for s in range(S)]
-    diff, se_seeds = mean_se(values)
-    se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
-    se_sent = sentence_se(terms, n_prompts, scale)
-    return Contrast(diff=diff, se=math.hypot(se_seeds, se_sent), n_seeds=S, values=tuple(values))
+    own = _contrast([(c, v) for c, v, _ in terms], n_prompts, scale)  # seed spread, floored at the prompts' part
+    return Contrast(diff=own.diff, se=math.hypot(own.se, sentence_se(terms, n_prompts, scale)), n_seeds=own.n_seeds,
+                    values=own.values)
 
 
 def sentence_se(terms, n_prompts: int, scale: float = 100.0) -> float:
-    """The cluster standard error (query sentences as clusters) of a seed-averaged contrast (:func:`sentence_contrast`)."""
+    """The standard error a seed-averaged contrast owes to the shared test sentences (:func:`sentence_contrast`)."""
     S = len(terms[0][1])
-    u = sum(c * sum(e[s] for s in range(S)) for c, _, e in terms) / (S * n_prompts)  # (J,)
-    J = u.numel()
-    return scale * math.sqrt(float((u * u).sum()) * J / max(J - 1, 1))
+    resid = [sum(c * e[s] for c, _, e in terms) for s in range(S)]  # S x (J,)
+    return shared_cluster_se(resid, n_prompts, scale)
 
 
 def sentence_stats(per_seed: List[dict], resid: List[dict], keys, n: int) -> tuple:

@@ -2,21 +2,26 @@
 
 **The rule: two-sided 95 % t intervals over seeds.** Every claim rests on the two-sided 95 %
 interval ``mean ± t_{S-1, 0.975} SE`` over the ``S`` training seeds (Student's t with ``S - 1``
-degrees of freedom). A difference is claimed only when its interval excludes 0; a quantity is
-below (above) a threshold only when its whole interval is. Otherwise the book reports "not
-distinguishable at this scale". Where a verdict rests on several comparisons, every one of them
-must hold at 95 % (an intersection-union test, which needs no correction for their number; see
-:mod:`mambaicl.analysis.claims`). Both sources of noise are counted in ``SE``:
+degrees of freedom); :mod:`mambaicl.analysis.verdicts` turns that interval into *holds*, *fails*
+or *undecided* for each criterion of the registry of claims.
 
-* *seeds*: the spread of the per-seed values (each seed a fresh initialisation and fresh
-  training prompts), ``SE_seeds = sd / sqrt(S)``;
-* *test prompts*: each per-seed error is a binomial estimate from ``n`` prompts,
-  ``SE_prompts = sqrt(mean_s p_s (1 - p_s) / n) / sqrt(S)``.
+**One noise term.** ``SE`` counts every source of noise exactly once:
 
-The reported standard error is ``sqrt(SE_seeds^2 + SE_prompts^2)``. This counts the prompt
-noise twice (it is already inside the seed spread) and so errs on the side of *not* claiming.
+* *own test prompts* (every synthetic experiment: seed ``s`` draws its test prompts from the stream
+  ``(s, "test/...")``): a per-seed error is the seed's true error plus its own binomial prompt noise,
+  so the seed spread ``SE_seeds = sd / sqrt(S)`` already contains the prompts' part and is the whole
+  standard error. ``n_prompts`` only floors it at the binomial part it must contain,
+  ``SE_prompts = sqrt(mean_s p_s (1 - p_s) / n / S)`` (the whole error for one seed):
+  ``SE = max(SE_seeds, SE_prompts)``;
+* *shared test prompts* (``shared=True``: every seed tested on the same prompts): the seed spread
+  misses the prompt sampling common to all seeds, whose variance is at most ``p (1 - p) / n``, so
+  ``SE^2 = SE_seeds^2 + mean_s p_s (1 - p_s) / n`` (an upper bound of the common part);
+* *SST-2's test sentences* are shared by every seed: their common part is the cross-seed covariance
+  of the per-sentence residuals (:func:`shared_cluster_se`), added to the seed spread once.
+
 For a difference between two models trained and tested on the same seeds, the per-seed
-differences are used (a paired comparison).
+differences are used (a paired comparison). :func:`clopper_pearson` and :func:`median_iqr` report a
+tail: how many seeds fail a per-seed criterion, and the median and quartiles beside the mean.
 """
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "Contrast", "compare", "contrast", "t_quantile", "Interval",
-           "interval", "interval_from_se", "LEVEL", "lower", "upper"]
+           "interval", "interval_from_se", "LEVEL", "lower", "upper", "clopper_pearson", "median_iqr", "seeds_to_decide",
+           "shared_cluster_se"]
 
 #: the two-sided level of every interval in the book
 LEVEL = 0.95
@@ -100,26 +106,39 @@ def binomial_se(p: float, n: int) -> float:
     return math.sqrt(max(p * (1 - p), 0.0) / n)
 
 
-def error_mean_se(per_seed: Sequence[float], n_prompts: int | None = None) -> tuple[float, float]:
-    """Mean over seeds of an error (or any proportion) and its standard error, seeds and prompts counted.
+def _prompt_var(xs, n_prompts: int | None, scale: float = 1.0) -> float:
+    """The binomial prompt variance of the mean of per-seed proportions ``xs`` (``scale``: their unit)."""
+    if n_prompts is None:
+        return 0.0
+    return sum(binomial_se(x / scale, n_prompts) ** 2 for x in xs) / len(xs) ** 2 * scale ** 2
+
+
+def _one_term(se_seeds: float, var_prompts: float, shared: bool) -> float:
+    """The standard error with the prompts counted once (module docstring): shared prompts add their common part
+    to the seed spread; each seed's own prompts are inside the seed spread, which is never read below them."""
+    se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
+    return math.sqrt(se_seeds ** 2 + var_prompts if shared else max(se_seeds ** 2, var_prompts))
+
+
+def error_mean_se(per_seed: Sequence[float], n_prompts: int | None = None, shared: bool = False) -> tuple[float, float]:
+    """Mean over seeds of an error (or any proportion) and its standard error, every noise source counted once.
 
     Args:
         per_seed: one value per seed (a proportion in [0, 1] when ``n_prompts`` is given).
-        n_prompts: test prompts behind each value; ``None`` counts the seed spread only.
+        n_prompts: test prompts behind each value. With each seed's own prompts (the default) the seed spread
+            already contains their noise: the error is the seed spread, floored at the binomial part it must
+            contain (``sqrt(mean_s p_s (1 - p_s) / n / S)``; the whole error for one seed).
+        shared: every seed was tested on the same prompts: their common binomial part is added to the seed spread.
     """
     xs = _values("per_seed", per_seed)
     m, se_seeds = mean_se(xs)
-    se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
-    se_prompts = 0.0
-    if n_prompts is not None:
-        se_prompts = math.sqrt(sum(binomial_se(p, n_prompts) ** 2 for p in xs) / len(xs)) / math.sqrt(len(xs))
-    return m, math.sqrt(se_seeds ** 2 + se_prompts ** 2)
+    return m, _one_term(se_seeds, _prompt_var(xs, n_prompts), shared)
 
 
-def interval(values: Sequence[float], n_prompts: int | None = None) -> Interval:
-    """The 95 % t interval of the mean of per-seed ``values`` (seeds and, with ``n_prompts``, prompts counted)."""
+def interval(values: Sequence[float], n_prompts: int | None = None, shared: bool = False) -> Interval:
+    """The 95 % t interval of the mean of per-seed ``values``, every noise source counted once (:func:`error_mean_se`)."""
     xs = _values("values", values)
-    m, se = error_mean_se(xs, n_prompts) if n_prompts is not None else mean_se(xs)
+    m, se = error_mean_se(xs, n_prompts, shared)
     return interval_from_se(m, se, len(xs))
 
 
@@ -168,12 +187,12 @@ class Contrast(Comparison):
     values: tuple = ()
 
 
-def contrast(terms, n_prompts: int | None = None, scale: float = 1.0) -> Contrast:
+def contrast(terms, n_prompts: int | None = None, scale: float = 1.0, shared: bool = False) -> Contrast:
     """``sum_i c_i a_i`` over seeds with its standard error and 95 % t interval (module docstring).
 
-    :func:`compare` is its two-term case ``[(1, a), (-1, b)]``. The error adds the seed spread of the
-    per-seed contrasts and, with ``n_prompts``, the binomial noise of every term,
-    ``sum_i c_i^2 mean_s p_is (1 - p_is) / n / S`` (terms treated as independent).
+    :func:`compare` is its two-term case ``[(1, a), (-1, b)]``. The error is the seed spread of the
+    per-seed contrasts, with the binomial noise of every term (terms treated as independent) counted once
+    (:func:`error_mean_se`: a floor for each seed's own prompts, added for prompts ``shared`` by every seed).
 
     Args:
         terms: ``(c_i, per-seed values a_i)`` pairs, all measured on the same ``S`` seeds in the same order.
@@ -189,19 +208,18 @@ def contrast(terms, n_prompts: int | None = None, scale: float = 1.0) -> Contras
     values = [sum(c * v[s] for c, v in terms) for s in range(S)]  # (S,) per-seed contrasts
     diff, se_seeds = mean_se(values)
     se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
-    se_prompts = 0.0
-    if n_prompts is not None:
-        var = sum(c * c * sum(binomial_se(x / scale, n_prompts) ** 2 for x in v) / S ** 2 for c, v in terms)
-        se_prompts = scale * math.sqrt(var)
-    return Contrast(diff=diff, se=math.sqrt(se_seeds ** 2 + se_prompts ** 2), n_seeds=S, values=tuple(values))
+    var = sum(c * c * _prompt_var(v, n_prompts, scale) for c, v in terms)
+    return Contrast(diff=diff, se=_one_term(se_seeds, var, shared), n_seeds=S, values=tuple(values))
 
 
-def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None, paired: bool = True) -> Comparison:
+def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None, paired: bool = True,
+            shared: bool = False) -> Comparison:
     """``mean(a) - mean(b)`` with its standard error and 95 % t interval (module docstring).
 
     Args:
         a, b: per-seed values of the two quantities (same seeds, in the same order, when ``paired``).
-        n_prompts: test prompts behind each per-seed proportion (adds the binomial noise of both).
+        n_prompts: test prompts behind each per-seed proportion (their binomial noise counted once, as in
+            :func:`error_mean_se`).
         paired: use the per-seed differences (same seeds for both, the :func:`contrast` ``[(1, a), (-1, b)]``);
             else two independent samples.
     """
@@ -209,16 +227,10 @@ def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None
     if paired and len(a) != len(b):
         raise ValueError(f"a paired comparison needs one value per seed in both; got {len(a)} and {len(b)}")
     if paired:
-        c = contrast([(1, a), (-1, b)], n_prompts)
+        c = contrast([(1, a), (-1, b)], n_prompts, shared=shared)
         return Comparison(diff=c.diff, se=c.se, n_seeds=c.n_seeds)
-    (ma, sa), (mb, sb) = mean_se(a), mean_se(b)
-    diff, se_seeds = ma - mb, math.sqrt((0 if math.isnan(sa) else sa) ** 2 + (0 if math.isnan(sb) else sb) ** 2)
-    se_prompts = 0.0
-    if n_prompts is not None:
-        va = sum(binomial_se(p, n_prompts) ** 2 for p in a) / len(a) ** 2
-        vb = sum(binomial_se(p, n_prompts) ** 2 for p in b) / len(b) ** 2
-        se_prompts = math.sqrt(va + vb)
-    return Comparison(diff=diff, se=math.sqrt(se_seeds ** 2 + se_prompts ** 2), n_seeds=min(len(a), len(b)))
+    (ma, sa), (mb, sb) = error_mean_se(a, n_prompts, shared), error_mean_se(b, n_prompts, shared)
+    return Comparison(diff=ma - mb, se=math.hypot(sa, sb), n_seeds=min(len(a), len(b)))
 
 
 def lower(mean: float, se: float, n: int) -> float:
@@ -229,3 +241,72 @@ def lower(mean: float, se: float, n: int) -> float:
 def upper(mean: float, se: float, n: int) -> float:
     """Upper end of the 95 % t interval ``mean + t_{n-1} se`` (``n`` seeds): the book's "below" test is ``upper < x``."""
     return interval_from_se(mean, se, n).high
+
+
+# ------------------------------------------------------------------------------------------ tails and power
+
+
+def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) two-sided ``level`` interval of a proportion ``k / n``: the ``(1 - level) / 2``
+    quantile of Beta(k, n - k + 1) and the ``(1 + level) / 2`` quantile of Beta(k + 1, n - k) (0 and 1 at the ends)."""
+    from scipy.stats import beta
+
+    if not (isinstance(n, int) and n >= 1) or not (isinstance(k, int) and 0 <= k <= n):
+        raise ValueError(f"need integers 0 <= k <= n, n >= 1; got k={k!r}, n={n!r}")
+    a = (1 - level) / 2
+    low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return low, high
+
+
+def median_iqr(values: Sequence[float]) -> tuple[float, float, float]:
+    """Median and the first and third quartiles (linear interpolation between order statistics, NumPy's default)."""
+    xs = sorted(_values("values", values))
+
+    def q(p: float) -> float:
+        h = (len(xs) - 1) * p
+        i = int(math.floor(h))
+        return xs[i] + (h - i) * (xs[min(i + 1, len(xs) - 1)] - xs[i])
+
+    return q(0.5), q(0.25), q(0.75)
+
+
+def seeds_to_decide(se: float, n: int, distance: float, cap: int = 100_000) -> int | None:
+    """The fewest seeds whose 95 % t half-width, at the spread measured now (``sd = se sqrt(n)``), is below
+    ``distance`` (how far the mean sits from the nearest decision point); ``None`` when no number of seeds would
+    (a mean exactly on the decision point, or no spread measured), ``cap`` at most."""
+    if not (math.isfinite(se) and se > 0 and n >= 1 and math.isfinite(distance) and distance > 0):
+        return None
+    sd = se * math.sqrt(n)
+    if t_quantile(cap - 1) * sd / math.sqrt(cap) >= distance:
+        return None
+    lo, hi = 2, cap  # the half-width falls with the number of seeds: bisect
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if t_quantile(mid - 1) * sd / math.sqrt(mid) < distance:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def shared_cluster_se(resid, n_prompts: int, scale: float = 1.0) -> float:
+    """The standard error of a seed-averaged proportion that comes from test items (SST-2's sentences) *shared by
+    every seed*, each noise source counted once.
+
+    ``resid[s][j]``: seed ``s``'s sum over its ``n_prompts`` prompts on item ``j`` of ``correct - accuracy`` (one
+    prompt set per seed, items reused by all seeds). Each seed's own prompt noise is already in the seed spread;
+    what the seeds share is the items' effect, whose variance is the cross-seed covariance of the per-item
+    residuals, ``J/(J-1) sum_{s != s'} sum_j r_sj r_s'j / (S (S-1) n^2)`` (clipped at 0). With one seed nothing
+    separates the two parts and the whole cluster variance ``J/(J-1) sum_j r_j^2 / n^2`` is returned.
+    """
+    import torch
+
+    r = torch.stack([torch.as_tensor(x, dtype=torch.float64) for x in resid]) / n_prompts  # (S, J)
+    S, J = r.shape
+    fix = J / max(J - 1, 1)
+    if S == 1:
+        return scale * math.sqrt(fix * float((r[0] * r[0]).sum()))
+    tot = r.sum(0)  # (J,)
+    cross = float((tot * tot).sum() - (r * r).sum()) / (S * (S - 1))
+    return scale * math.sqrt(max(fix * cross, 0.0))

@@ -18,19 +18,35 @@ from typing import Optional, Sequence
 from ..checks import ConfigError
 from .stats import interval, interval_from_se
 
-__all__ = ["VERDICTS", "KINDS", "Criterion", "Measured", "Claim", "Judgement", "verdict_of", "outcome_of",
-           "part_holds", "part_wrong_side", "boundary_margins", "below", "above", "contains", "identity", "diagnostic",
-           "all_of", "FIG2_EPSILON"]
+__all__ = ["VERDICTS", "KINDS", "SIDES", "Criterion", "Measured", "Failing", "Claim", "Judgement", "verdict_of",
+           "outcome_of", "part_outcome", "part_holds", "part_wrong_side", "verdict_from_outcomes", "boundary_margins",
+           "below", "above", "within", "identity", "diagnostic", "all_of", "FIG2_EPSILON", "EXPONENT_MARGIN",
+           "RATIO_MARGIN", "ACCURACY_MARGIN"]
 
-VERDICTS = ("identity verified", "reproduced", "partly reproduced", "not reproduced", "contradicted", "diagnostic",
-            "beyond the paper")
-KINDS = ("below", "above", "contains", "identity", "diagnostic", "all")
+VERDICTS = ("identity verified", "reproduced", "partly reproduced", "undecided", "not reproduced", "contradicted",
+            "diagnostic", "beyond the paper")
+KINDS = ("below", "above", "within", "identity", "diagnostic", "all")
+SIDES = ("below", "above")
 
-#: §4.1: "the classification error of Mamba is smaller than 0.01": the error level the paper's
-#: experiments read as the theorems' epsilon (used for Corollary 1's epsilon / (1 - p_a))
+#: §4.1: "the classification error of Mamba is smaller than 0.01": the error level the paper
+#: reads as the theorems' epsilon (used for Corollary 1's epsilon / (1 - p_a))
 FIG2_EPSILON = 0.01
 #: §4.1's synthetic setting: M1 = 6 relevant patterns (our Figure 2 preset uses the same)
 M1_PAPER = 6
+#: The margin of every predicted exponent, stated once. The paper states orders (Θ, ≲, ≳) whose hidden factors
+#: include slowly varying ones (its conditions carry log M1 and log ε^-1, Lemma 4's rates a second, i²-summed
+#: term). One logarithmic factor log x bends a fitted power law's slope by 1 / ln x: about 0.3 at the top of our
+#: sweeps (x ≈ 30), more below. We take a quarter power, a little under one such factor's bend where it is
+#: smallest: an exponent within 0.25 of the paper's is its prediction, one wholly beyond is not.
+EXPONENT_MARGIN = 0.25
+#: The relative margin of a predicted ratio of two Θ(·) quantities with the same hidden constant: a quarter of the
+#: ratio, the exponent margin's counterpart (an exponent off by 0.25 on a factor that changes by e moves the ratio
+#: by e^0.25 - 1 ≈ 28 %).
+RATIO_MARGIN = 0.25
+#: SST-2 (App. 8): the paper calls a 1.15-point gap "already close" (App. Table 5) and reads differences of 0.1 to
+#: 0.3 points as "no significant drop" (App. Table 2); "close", "unaffected" and "no significant drop" are read as
+#: within 2 points, a little under twice the largest gap it calls close.
+ACCURACY_MARGIN = 2.0
 
 
 def _r(x):
@@ -55,7 +71,8 @@ class Measured:
 
     @classmethod
     def of(cls, values: Sequence[float], n_prompts: Optional[int] = None) -> "Measured":
-        """The book's rule: the 95 % t interval over seeds (``df = seeds - 1``), prompts counted with ``n_prompts``."""
+        """The book's rule: the 95 % t interval over seeds (``df = seeds - 1``), each noise source counted once
+        (:func:`mambaicl.analysis.stats.error_mean_se`: ``n_prompts`` counts only where there is no seed spread)."""
         vals = tuple(float(v) for v in values)
         iv = interval(vals, n_prompts)
         return cls(iv.mean, iv.low, iv.high, len(vals), vals)
@@ -89,7 +106,7 @@ def _as_measured(x, n_prompts: Optional[int] = None) -> Measured:
     if isinstance(x, Measured):
         return x
     if hasattr(x, "diff") and hasattr(x, "se") and hasattr(x, "n_seeds"):  # a stats.Comparison
-        return Measured.from_se(x.diff, x.se, x.n_seeds)
+        return Measured.from_se(x.diff, x.se, x.n_seeds, getattr(x, "values", ()))
     if isinstance(x, dict) and "slope" in x:  # an exponent fit: mean and 95 % t interval over per-seed slopes
         return Measured(float(x["slope"]), float(x["low"]), float(x["high"]), len(x.get("per_seed", ())),
                         tuple(map(float, x.get("per_seed", ()))))
@@ -100,39 +117,55 @@ def _as_measured(x, n_prompts: Optional[int] = None) -> Measured:
 
 @dataclass(frozen=True)
 class Criterion:
-    """A criterion fixed in advance: ``kind`` (:data:`KINDS`), ``threshold`` (the paper's bound or prediction),
-    ``text`` (the criterion in words) and, for ``all``, its ``parts``."""
+    """A criterion fixed in advance: ``kind`` (:data:`KINDS`), ``threshold`` (the paper's bound, or its predicted
+    value for ``within``), ``text`` (the criterion in words), for ``within`` its ``margin`` and, for a one-sided
+    bound of the paper, ``side`` (only that side can fail), and for ``all`` its ``parts``."""
 
     kind: str
     threshold: Optional[float] = None
     text: str = ""
     parts: tuple = ()
+    margin: Optional[float] = None
+    side: Optional[str] = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"criterion kind must be one of {KINDS}; got {self.kind!r}")
         if self.kind == "all" and (not self.parts or any(p.kind in ("all", "diagnostic") for p in self.parts)):
             raise ValueError("an 'all' criterion needs parts, none of them 'all' or 'diagnostic'")
-        if self.kind in ("below", "above", "contains", "identity") and self.threshold is None:
+        if self.kind in ("below", "above", "within", "identity") and self.threshold is None:
             raise ValueError(f"a {self.kind!r} criterion needs a threshold")
+        if self.kind == "within" and not (self.margin is not None and self.margin >= 0):
+            raise ValueError(f"a 'within' criterion needs a margin >= 0; got {self.margin!r}")
+        if self.side is not None and (self.kind != "within" or self.side not in SIDES):
+            raise ValueError(f"side must be one of {SIDES}, for a 'within' criterion only; got {self.side!r}")
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "threshold": self.threshold, "text": self.text}
+        if self.kind == "within":
+            d["margin"] = self.margin
+            if self.side:
+                d["side"] = self.side
         if self.kind == "all":
             d["all"] = [p.to_json() for p in self.parts]
         return d
 
 
 def below(threshold: float, text: str) -> Criterion:
+    """Holds when the whole interval is below ``threshold``, fails when it is wholly above."""
     return Criterion("below", float(threshold), text)
 
 
 def above(threshold: float, text: str) -> Criterion:
+    """Holds when the whole interval is above ``threshold``, fails when it is wholly below."""
     return Criterion("above", float(threshold), text)
 
 
-def contains(value: float, text: str) -> Criterion:
-    return Criterion("contains", float(value), text)
+def within(value: float, margin: float, text: str, side: Optional[str] = None) -> Criterion:
+    """A predicted value with its margin. Two-sided: holds when the interval lies inside ``[value - margin,
+    value + margin]``, fails when it lies wholly outside. ``side="above"`` (the paper: at least about ``value``) or
+    ``"below"`` (at most about ``value``): only ``value - margin`` (resp. ``value + margin``) is a decision point."""
+    return Criterion("within", float(value), text, margin=float(margin), side=side)
 
 
 def identity(tolerance: float, text: str) -> Criterion:
@@ -147,6 +180,23 @@ def all_of(text: str, *parts: Criterion) -> Criterion:
     return Criterion("all", None, text, tuple(parts))
 
 
+@dataclass(frozen=True)
+class Failing:
+    """What a failing seed is, declared with a robustness row: a seed whose own value does not meet ``threshold``
+    on the paper's side (``None``: each part's own threshold), e.g. an error at α = 0.8 of at least ε = 0.01."""
+
+    text: str
+    threshold: Optional[float] = None
+
+    def fails(self, part: Criterion, value: float) -> bool:
+        """Whether one seed's ``value`` fails ``part`` (on the wrong side of, or at, a decision point; not finite)."""
+        p = part.to_json()
+        if self.threshold is not None:
+            p["threshold"] = self.threshold
+        a, b = _decision_points(p)
+        return not (math.isfinite(value) and a < value < b)
+
+
 # ------------------------------------------------------------------------------------------ semantics (JSON level)
 
 
@@ -154,60 +204,103 @@ def _f(v):
     return math.nan if v is None else float(v)
 
 
-def part_holds(kind: str, threshold, m: dict) -> bool:
-    """Whether one criterion holds for one measurement (both as JSON dicts' fields)."""
-    t, lo, hi, mean = _f(threshold), _f(m.get("low")), _f(m.get("high")), _f(m.get("mean"))
+def _decision_points(p: dict) -> tuple:
+    """``(lower decision point, upper decision point)``: the interval wholly above the lower one and below the upper
+    one holds (``nan``: no bound on that side)."""
+    t, kind = _f(p.get("threshold")), p["kind"]
     if kind == "below":
-        return hi < t
+        return -math.inf, t
     if kind == "above":
-        return lo > t
-    if kind == "contains":
-        return lo <= t <= hi
-    if kind == "identity":
-        return abs(mean) <= t
-    raise ValueError(f"no holds for kind {kind!r}")
+        return t, math.inf
+    if kind == "within":
+        m, side = _f(p.get("margin")), p.get("side")
+        return (t - m if side != "below" else -math.inf), (t + m if side != "above" else math.inf)
+    raise ValueError(f"no decision points for kind {kind!r}")
 
 
-def part_wrong_side(kind: str, threshold, m: dict) -> bool:
-    """The whole interval lies on the wrong side of the threshold (``below``/``above`` only)."""
-    t, lo, hi = _f(threshold), _f(m.get("low")), _f(m.get("high"))
-    if kind == "below":
-        return lo > t
-    if kind == "above":
-        return hi < t
-    return False
+def part_outcome(p: dict, m: dict) -> Optional[bool]:
+    """One criterion on one measurement (JSON dicts): ``True`` holds, ``False`` fails, ``None`` undecided.
+
+    ``below``/``above``/``within``: holds when the whole 95 % interval ``[low, high]`` lies on the paper's side of
+    every decision point, fails when it lies wholly on the other side of one, else undecided (also when the
+    interval is not measurable). ``identity``: holds when ``|mean|`` is within the tolerance, else fails."""
+    lo, hi, mean = _f(m.get("low")), _f(m.get("high")), _f(m.get("mean"))
+    if p["kind"] == "identity":
+        return abs(mean) <= _f(p["threshold"])
+    a, b = _decision_points(p)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    if lo > a and hi < b:
+        return True
+    if hi < a or lo > b:
+        return False
+    return None
+
+
+def part_holds(p: dict, m: dict) -> bool:
+    """The part holds (:func:`part_outcome` is ``True``)."""
+    return part_outcome(p, m) is True
+
+
+def part_wrong_side(p: dict, m: dict) -> bool:
+    """The part fails: its whole interval lies on the wrong side of a decision point."""
+    return part_outcome(p, m) is False
+
+
+def verdict_from_outcomes(outcomes: Sequence[Optional[bool]]) -> str:
+    """A claim's verdict from its parts' outcomes: all hold, ``reproduced``; all fail, ``contradicted``; some hold
+    and some fail, ``partly reproduced``; some fail and none holds, ``not reproduced``; none fails but not all hold,
+    ``undecided``."""
+    held, failed = sum(o is True for o in outcomes), sum(o is False for o in outcomes)
+    if held == len(outcomes):
+        return "reproduced"
+    if failed == len(outcomes):
+        return "contradicted"
+    if held and failed:
+        return "partly reproduced"
+    return "not reproduced" if failed else "undecided"
+
+
+def _pairs(criterion: dict, measured: dict) -> list:
+    if criterion["kind"] != "all":
+        return [(criterion, measured)]
+    parts, ms = criterion["all"], measured["all"]
+    if len(parts) != len(ms):
+        raise ValueError(f"criterion has {len(parts)} parts but {len(ms)} measurements")
+    return list(zip(parts, ms))
 
 
 def outcome_of(criterion: dict, measured: dict) -> str:
-    """The verdict of ``criterion`` on ``measured`` (JSON dicts, as in ``book/results.json``), by the semantics above."""
+    """The verdict of ``criterion`` on ``measured`` (JSON dicts, as in ``book/results.json``), by the rule above."""
     kind = criterion["kind"]
     if kind == "diagnostic":
         return "diagnostic"
+    if kind not in KINDS:
+        raise ValueError(f"unknown criterion kind {kind!r}")
     if kind == "identity":
-        return "identity verified" if part_holds(kind, criterion["threshold"], measured) else "not reproduced"
-    if kind in ("below", "above", "contains"):
-        if part_holds(kind, criterion["threshold"], measured):
-            return "reproduced"
-        return "contradicted" if part_wrong_side(kind, criterion["threshold"], measured) else "not reproduced"
-    if kind == "all":
-        parts, ms = criterion["all"], measured["all"]
-        if len(parts) != len(ms):
-            raise ValueError(f"criterion has {len(parts)} parts but {len(ms)} measurements")
-        held = [part_holds(p["kind"], p["threshold"], m) for p, m in zip(parts, ms)]
-        if all(held):
-            return "reproduced"
-        if any(held):
-            return "partly reproduced"
-        if all(part_wrong_side(p["kind"], p["threshold"], m) for p, m in zip(parts, ms)):
-            return "contradicted"
-        return "not reproduced"
-    raise ValueError(f"unknown criterion kind {kind!r}")
+        return "identity verified" if part_holds(criterion, measured) else "not reproduced"
+    return verdict_from_outcomes([part_outcome(p, m) for p, m in _pairs(criterion, measured)])
 
 
 def verdict_of(row: dict) -> str:
     """The verdict of one ``book/results.json`` row, recomputed from its ``criterion`` and ``measured``."""
     out = outcome_of(row["criterion"], row["measured"])
     return "beyond the paper" if row["criterion"].get("beyond") else out
+
+
+def seeds_needed(p: dict, m: dict) -> Optional[int]:
+    """For an undecided part, the seeds that would decide it at the measured spread (the interval's half-width
+    read back as a standard error): the fewest whose 95 % t half-width is below the mean's distance to the nearest
+    decision point (:func:`mambaicl.analysis.stats.seeds_to_decide`)."""
+    from .stats import seeds_to_decide, t_quantile
+
+    lo, hi, mean, n = _f(m.get("low")), _f(m.get("high")), _f(m.get("mean")), int(m.get("n_seeds") or 0)
+    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(mean)) or hi <= lo:
+        return None
+    se = (hi - lo) / 2 / (t_quantile(n - 1) if n >= 2 else 1.959963984540054)
+    a, b = _decision_points(p)
+    dist = min(abs(mean - x) for x in (a, b) if math.isfinite(x))
+    return seeds_to_decide(se, max(n, 1), dist)
 
 
 # ------------------------------------------------------------------------------------------ claims
@@ -227,6 +320,7 @@ class Claim:
     test: str  # the statistical test
     criterion: Criterion
     beyond: bool = False  # a finding of ours (verdict "beyond the paper"; the criterion says whether it held)
+    failing: Optional[Failing] = None  # a robustness row: what a failing seed is (the tail is reported)
 
     def __post_init__(self) -> None:
         # How many seeds a verdict rests on is a fact of the run, recorded by the measurement (``n_seeds``), not
@@ -234,6 +328,13 @@ class Claim:
         if re.search(r"\d+\s*seeds?\b", self.tasks):
             raise ConfigError(f"{self.key}: tasks must not state a seed count (the measurement records n_seeds); "
                               f"got {self.tasks!r}")
+        if self.failing is not None and self.criterion.kind in ("identity", "diagnostic"):
+            raise ConfigError(f"{self.key}: a failing seed needs a below/above/within criterion")
+
+    @property
+    def parts(self) -> tuple:
+        """The criterion's parts (a single criterion is its own one part)."""
+        return self.criterion.parts if self.criterion.kind == "all" else (self.criterion,)
 
     def judge(self, per_seed=None, *, parts=None, n_prompts: Optional[int] = None, value=None) -> "Judgement":
         """The verdict of this claim on a measurement.
@@ -241,7 +342,8 @@ class Claim:
         Args:
             per_seed: per-seed values of the measured quantity (or a :class:`Measured`, or a Comparison).
             parts: for an ``all`` criterion, one measurement per part, in the criterion's order (each as above).
-            n_prompts: test prompts behind each per-seed proportion (counts the prompt sampling).
+            n_prompts: test prompts behind each per-seed proportion (each seed draws its own, so they count only
+                where there is no seed spread: :func:`mambaicl.analysis.stats.error_mean_se`).
             value: a single deterministic number (an ``identity`` criterion's deviation).
         """
         c = self.criterion
@@ -260,12 +362,24 @@ class Claim:
             raise ValueError(f"{self.key}: no measurement given")
         return Judgement(self, m, self._verdict(m))
 
+    def _part_json(self, part: Criterion, m: Measured) -> dict:
+        d = m.to_json()
+        if part.kind == "diagnostic":
+            return d
+        d["holds"] = part_outcome(part.to_json(), d)
+        if part.kind == "identity":
+            return d
+        if d["holds"] is None:
+            d["seeds_to_decide"] = seeds_needed(part.to_json(), d)
+        if self.failing is not None and len(m.values) == m.n_seeds and m.n_seeds >= 1:
+            d["tail"] = tail(m.values, [self.failing.fails(part, v) for v in m.values])
+        return d
+
     def _measured_json(self, m) -> dict:
         if isinstance(m, list):
-            means = [x.mean for x in m]
             return {"mean": None, "low": None, "high": None, "n_seeds": min(x.n_seeds for x in m), "values": [],
-                    "all": [x.to_json() for x in m]} if means else {}
-        return m.to_json()
+                    "all": [self._part_json(p, x) for p, x in zip(self.criterion.parts, m)]} if m else {}
+        return self._part_json(self.criterion, m)
 
     def _verdict(self, m) -> str:
         return verdict_of({"criterion": self.criterion_json(), "measured": self._measured_json(m)})
@@ -274,7 +388,29 @@ class Claim:
         d = self.criterion.to_json()
         if self.beyond:
             d["beyond"] = True
+        if self.failing is not None:
+            d["failing_seed"] = {"text": self.failing.text, "threshold": self.failing.threshold}
         return d
+
+
+def tail(values: Sequence[float], failed: Sequence[bool]) -> dict:
+    """The tail of a robustness row: the failing seeds ``k`` of ``n`` with their Clopper-Pearson 95 % interval, and
+    the median and quartiles of the per-seed values (:mod:`mambaicl.analysis.stats`)."""
+    from .stats import clopper_pearson, median_iqr
+
+    k, n = int(sum(bool(f) for f in failed)), len(values)
+    lo, hi = clopper_pearson(k, n)
+    med, q1, q3 = median_iqr(values) if all(math.isfinite(v) for v in values) else (math.nan,) * 3
+    return {"failing": k, "n": n, "low": _r(lo), "high": _r(hi), "median": _r(med), "q1": _r(q1), "q3": _r(q3)}
+
+
+def tail_text(t: dict, mean: float, digits: int = 3) -> str:
+    """``k/n seeds fail (95 % CP [lo, hi])`` and, when the median differs from the mean, ``median m [IQR q1, q3]``."""
+    text = f"{t['failing']}/{t['n']} seeds fail (95 % Clopper-Pearson [{t['low']:.2f}, {t['high']:.2f}])"
+    med = t.get("median")
+    if med is not None and math.isfinite(mean) and f"{med:.{digits}g}" != f"{mean:.{digits}g}":
+        text += f"; median {med:.{digits}g} [IQR {t['q1']:.{digits}g}, {t['q3']:.{digits}g}]"
+    return text
 
 
 @dataclass
@@ -293,12 +429,33 @@ class Judgement:
     def measured_json(self) -> dict:
         return self.claim._measured_json(self.measured)
 
+    def _part_jsons(self) -> list:
+        m = self.measured_json()
+        return m["all"] if self.claim.criterion.kind == "all" else [m]
+
+    def outcomes(self) -> list:
+        """Each part's outcome: ``True`` holds, ``False`` fails, ``None`` undecided."""
+        return [part_outcome(p.to_json(), m) for p, m in zip(self.claim.parts, self._part_jsons())]
+
     def parts_failing(self) -> list:
-        """The words of the parts that do not hold (``all`` criteria), for the prose."""
+        """The words of the parts that do not hold (fail or are undecided; ``all`` criteria), for the prose."""
         if self.claim.criterion.kind != "all":
             return []
-        return [p.text for p, m in zip(self.claim.criterion.parts, self.measured)
-                if not part_holds(p.kind, p.threshold, m.to_json())]
+        return [p.text for p, o in zip(self.claim.parts, self.outcomes()) if o is not True]
+
+    def parts_failed(self) -> list:
+        """The words of the parts that fail (the whole interval on the wrong side)."""
+        return [p.text for p, o in zip(self.claim.parts, self.outcomes()) if o is False]
+
+    def parts_undecided(self) -> list:
+        """``(words, seeds that would decide it at the measured spread or None)`` of each undecided part."""
+        return [(p.text, m.get("seeds_to_decide")) for p, m, o in zip(self.claim.parts, self._part_jsons(),
+                                                                       self.outcomes()) if o is None]
+
+    def tails(self) -> list:
+        """Each part's tail (failing seeds, Clopper-Pearson interval, median and quartiles) when the row declares a
+        failing seed; ``None`` for a part without per-seed values."""
+        return [m.get("tail") for m in self._part_jsons()]
 
     def glue(self, ours: str) -> None:
         """Glue ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and ``res_<key>_measured`` (JSON).
@@ -324,8 +481,7 @@ def boundary_margins(alpha_star, p_as, l_tss, l_tr: int, M1: int, kind: str) -> 
     ``l_ts >= alpha / (1/2 - alpha)^2 log M1`` (constant 1). Both conditions are sufficient: a margin
     above 0 in every cell is what the theorems guarantee; a negative one is a failure of a guarantee.
     """
-    from ..experiments.boundary import alpha_limit_lt_d, alpha_limit_mamba_d
-    from .theory import alpha_threshold_lt, alpha_threshold_mamba
+    from .theory import alpha_limit_lt_d, alpha_limit_mamba_d, alpha_threshold_lt, alpha_threshold_mamba
 
     S = len(alpha_star[0][0])
     out = []

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..analysis.theory import alpha_threshold_lt, alpha_threshold_mamba
+from ..analysis.theory import alpha_limit_lt_d, alpha_limit_mamba_d, alpha_threshold_lt, alpha_threshold_mamba
 from ..analysis.fits import crossing
 from ..config import (ONE_LAYER_KINDS, RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig,
                       check_choice,
@@ -107,25 +107,6 @@ TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40
 PRESETS = {"theorems": THEOREMS, "tiny": TINY}
 DEFAULT_PRESET = "theorems"
 DEFAULT_SEEDS = (0, 1, 2)
-
-
-def alpha_limit_mamba_d(l_ts: int, M1: int) -> float:
-    """The largest ``alpha`` allowed by Theorem 2(d)'s lower bound ``l_ts >= (1 - alpha)^{-1} log M1`` with the
-    hidden constant set to 1: ``1 - log(M1) / l_ts`` (about ``log M1`` clean examples expected in the prompt)."""
-    check_int("l_ts", l_ts, 1)
-    check_int("M1", M1, 2)
-    return max(0.0, 1.0 - math.log(M1) / l_ts)
-
-
-def alpha_limit_lt_d(l_ts: int, M1: int) -> float:
-    """The largest ``alpha < 1/2`` allowed by Theorem 4(d), ``l_ts >= max{(1 - alpha)^{-1}, alpha / (1/2 - alpha)^2}
-    log M1``, constants set to 1 (the smaller root of ``c (1/2 - alpha)^2 = alpha`` with ``c = l_ts / log M1``)."""
-    check_int("l_ts", l_ts, 1)
-    check_int("M1", M1, 2)
-    c = l_ts / math.log(M1)
-    # c alpha^2 - (c + 1) alpha + c / 4 = 0, smaller root in [0, 1/2)
-    root = ((c + 1) - math.sqrt((c + 1) ** 2 - c * c)) / (2 * c)
-    return max(0.0, min(root, alpha_limit_mamba_d(l_ts, M1)))
 
 
 def members(preset: BoundaryPreset, kind: str, pat: Patterns, seeds) -> list:

@@ -55,6 +55,7 @@ from ..analysis.dynamics_counts import epsilon_count, initial_margin, theorem_co
 from ..analysis.lemmas import stack_probes
 from ..analysis.verdicts import FIG2_EPSILON
 from ..analysis.stats import mean_se
+from ..analysis.theory import FACTORS, LEMMA_PREDICTED  # the paper's exponents (defined beside the theorems)
 from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_int, check_real, check_reals,
                       instance, integer, integers, real, reals, to_dict)
 from ..data import Patterns, Prompts, make_patterns, training_tasks
@@ -70,7 +71,6 @@ __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "D
 
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 KINDS = ("mamba", "linear")
-FACTORS = ("lr", "one_minus_p_a", "beta", "M1", "l_tr")
 #: exponent of each factor in Theorem 1's T_M (Mamba) and Theorem 3's T_T (linear Transformer)
 PREDICTED = {"mamba": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": 0.0},
              "linear": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": -1.0}}
@@ -233,16 +233,6 @@ def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None,
 
 
 # ---------------------------------------------------------------- from curves to counts, exponents and rates
-
-#: exponents of Lemma 3's growth rate ``eta (1-p_a) beta / M1`` (a lower bound) and of Lemma 4's two rates
-#: ``eta beta^2 kappa_a (1-p_a) / V`` (``v*^T w``) and ``eta (1-p_a) beta^2 / M1`` (``(mu_j^T, 0) w``, a Theta).
-LEMMA_PREDICTED = {
-    "lemma3": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 1.0, "M1": -1.0, "l_tr": 0.0},
-    "lemma4_v": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 2.0, "M1": 0.0, "l_tr": 0.0},
-    "lemma4_mu": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 2.0, "M1": -1.0, "l_tr": 0.0},
-    "lemma4_ratio": {"lr": 0.0, "one_minus_p_a": 0.0, "beta": 0.0, "M1": -1.0, "l_tr": 0.0},
-}
-
 
 def _by_setting(runs: list) -> dict:
     """``setting -> (steps, {name: (n_records, S)})`` over every slot run."""

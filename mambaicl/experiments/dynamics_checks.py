@@ -36,6 +36,7 @@ from ..analysis.curves import exponent_fit, lemma_rates
 from ..analysis.dynamics_counts import eq13_inside
 from ..analysis.init_gradients import init_rates
 from ..analysis.lemmas import lemma4_horizon
+from ..analysis.theory import EARLY_FACTORS  # Lemma 4's factors over the whole horizon (eta left out)
 from ..config import ConfigError, instance, integer, real, to_dict
 from .base import Preset, Result, internal, resolve_seeds
 from .dynamics import (DEFAULT_SEEDS, DYNAMICS, KINDS, LEMMA_PREDICTED, PREDICTED, TINY as DYN_TINY, DynamicsPreset,
@@ -43,9 +44,6 @@ from .dynamics import (DEFAULT_SEEDS, DYNAMICS, KINDS, LEMMA_PREDICTED, PREDICTE
 
 __all__ = ["DEFAULT_SEEDS", "EARLY_FACTORS", "ChecksPreset", "CHECKS", "TINY", "PRESETS", "DEFAULT_PRESET",
            "early_settings", "horizon", "scaled_settings", "init_exponents", "setting_label", "ChecksResult", "run"]
-
-#: the factors of Lemma 4's rates measured over the whole horizon (eta left out: see the module text)
-EARLY_FACTORS = ("one_minus_p_a", "beta", "M1", "l_tr")
 
 
 @dataclass(frozen=True)
