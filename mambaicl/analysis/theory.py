@@ -46,3 +46,4 @@ def l_ts_lower_mamba(alpha: float, M1: int) -> float:
     if not 0 <= alpha < 1:
         raise ValueError(f"alpha must lie in [0, 1); got {alpha}")
     return math.log(M1) / (1 - alpha)
+from .information import information_bound, information_bound_all_tasks, training_information_bound  # noqa: E402,F401  (Figure 2's information bound)
