@@ -1,0 +1,50 @@
+"""Rows of the registry for what Chapter 8 settles (issue 31), declared before any run.
+
+Each row follows :mod:`mambaicl.analysis.claims` (the paper's words or "beyond the paper", the quantity,
+the test, a criterion fixed here); :mod:`mambaicl.analysis.claims` adds :data:`OPEN_CLAIMS` to ``CLAIMS``.
+The predictor of ``fig2-seed-tail``, its error measure and its test were written here (and in
+:mod:`mambaicl.experiments.seed_tail`) before the seeds were trained; they were not chosen among others.
+"""
+from __future__ import annotations
+
+from .verdicts import Claim, above, all_of
+
+__all__ = ["OPEN_ROWS", "OPEN_CLAIMS", "SEED_TAIL_TEST"]
+
+_T_PARTS = ("95 % t interval over seeds (df = seeds - 1), test prompts counted; every part must hold "
+            "(intersection-union, no Holm correction needed)")
+#: the test of the seed-tail row: Spearman's rho with the Fisher-z interval of Fieller, Hartley & Pearson (1957)
+SEED_TAIL_TEST = ("Spearman's rank correlation over seeds; 95 % interval from Fisher's z with standard error "
+                  "sqrt(1.06 / (seeds - 3)) (Fieller, Hartley & Pearson 1957)")
+
+OPEN_ROWS = [
+    Claim("fig2-information-bound", "ch08_open_questions",
+          "Figure 2 at α = 0.8 against the error a Corollary-1 model cannot beat (all tasks, App. 9's cycle)",
+          "(not in the paper: the bound follows from Definition 2 and Corollary 1; the paper's figure reports "
+          "'the classification error of Mamba is smaller than 0.01 even when α is close to 0.8')",
+          "§4.1, Definition 2, Corollary 1 (our bound)",
+          "per seed, Mamba's all-task test error at α = 0.8 minus the information bound "
+          "½[(12 · 0.8²⁰ + 18 · 0.9²⁰)/30] (l_ts = 20), under each rule",
+          "all 30 tasks of 𝒯, FIG2 settings (seed_tail preset fig2)", _T_PARTS,
+          all_of("Mamba does not beat the bound of a model that reads only the examples Corollary 1 lets it read, "
+                 "under any rule",
+                 above(0, "rule A (flipped): error − bound > 0"),
+                 above(0, "rule B (targeted): error − bound > 0"),
+                 above(0, "rule C (random): error − bound > 0")), beyond=True),
+    Claim("fig2-seed-tail", "ch08_open_questions",
+          "Why a seed fails: the least-suppressed test outlier's gate logit against the α = 0.8 error",
+          "(not in the paper: Theorem 2 states that for a test outlier in 𝒱′ with κ_a′ ∈ [κ_a, …] 'the trained "
+          "model Ψ^(T) satisfies L^{0−1} ≤ ε', treating the V projections v*_sᵀw alike)",
+          "§3.3, Theorem 2 (our test)",
+          "per seed, the predictor κ_a′ · max_s v′_sᵀw (the gate logit an outlier adds to the least-suppressed "
+          "test outlier, computed from the trained w alone) and the test error at α = 0.8 (rule A, the 18 tasks "
+          "of fig2.CLAIM_GROUPS); the row's measurement is Spearman's ρ between the two, its values the "
+          "per-seed predictor",
+          "FIG2 settings, Mamba (seed_tail preset fig2)", SEED_TAIL_TEST,
+          above(0, "ρ > 0: a seed whose least-suppressed test outlier keeps a larger gate logit errs more at "
+                   "α = 0.8"), beyond=True),
+]
+
+OPEN_CLAIMS = {c.key: c for c in OPEN_ROWS}
+if len(OPEN_CLAIMS) != len(OPEN_ROWS):
+    raise RuntimeError("duplicate claim keys")
