@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.stats import rankdata
+from scipy.stats import binomtest, rankdata
 
 from ..config import RULES, check_choice, choices, instance, integer, real
 from ..data import test_outliers
@@ -39,7 +39,7 @@ from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["SeedTailPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "FAIL_LEVEL",
-           "SeedTailResult", "predictor", "spearman", "auc", "run"]
+           "SeedTailResult", "predictor", "spearman", "auc", "run", "group_sweep", "failing_interval"]
 
 #: a seed fails when its rule-A error at alpha = 0.8 on the 18 claim tasks exceeds this (typical seeds: about 0.01)
 FAIL_LEVEL = 0.05
@@ -156,3 +156,29 @@ def run(preset: SeedTailPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, prog
                           failing=[s for s, f in zip(seeds, fail) if f],
                           spearman=spearman(pred.tolist(), claim_err["A"]), auc=auc(pred.tolist(), fail),
                           stack=stack, spec=preset)
+
+
+def group_sweep(res: SeedTailResult, alphas, *, n: int = 1000, rule: str = "A") -> dict:
+    """The trained seeds of ``res`` on every task group at each ``alpha`` (rule ``rule``, ``n`` prompts per
+    seed and group, streams ``(seed, "seed-tail/sweep/<rule>/<alpha>/group=<g>")``).
+
+    Returns:
+        ``{group: [[error of seed s at alphas[i]] for s]}`` and ``"all"`` (groups weighted by their tasks).
+    """
+    f2 = res.spec.fig2
+    pat = fig2.patterns(f2)
+    n_by = {k: v[1] for k, v in res.bound_by_group.items()}
+    out = {}
+    for a in alphas:
+        test = dataclasses.replace(f2.test, rule=rule, alpha=float(a))
+        g = errors_by_task_group(res.stack, pat, test, n, res.seeds, f"seed-tail/sweep/{rule}/{float(a)}")
+        g["all"] = [sum(g[k][s] * n_by[k] for k in n_by) / sum(n_by.values()) for s in range(len(res.seeds))]
+        for k, v in g.items():
+            out.setdefault(k, []).append(v)
+    return {k: [list(col) for col in zip(*rows)] for k, rows in out.items()}  # [group][seed][alpha]
+
+
+def failing_interval(k: int, n: int) -> tuple:
+    """Clopper-Pearson (exact) 95 % interval of a failure rate of ``k`` failing seeds out of ``n``."""
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
