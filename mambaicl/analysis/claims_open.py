@@ -7,7 +7,7 @@ The predictor of ``fig2-seed-tail``, its error measure and its test were written
 """
 from __future__ import annotations
 
-from .verdicts import Claim, above, all_of
+from .verdicts import Claim, above, all_of, below
 
 __all__ = ["OPEN_ROWS", "OPEN_CLAIMS", "SEED_TAIL_TEST"]
 
@@ -43,6 +43,19 @@ OPEN_ROWS = [
           "FIG2 settings, Mamba (seed_tail preset fig2)", SEED_TAIL_TEST,
           above(0, "ρ > 0: a seed whose least-suppressed test outlier keeps a larger gate logit errs more at "
                    "α = 0.8"), beyond=True),
+    Claim("rmsnorm-causal", "ch08_open_questions",
+          "RMSNorm's role tested by training: normalisation removed from the first layer only",
+          "(not in the paper: the causal check of the row rmsnorm, which explains the three-layer stack's gates "
+          "by the normalisation)", "§4.1 (our variant)",
+          "per seed, layer 1: whether its gate suppresses outliers (median outlier/clean gate ratio < 1/M1) with "
+          "normalisation after the first layer only (norm = after_first) minus with RMSNorm in every layer (FIG3); "
+          "and the after_first stack's test error on the reversed tasks",
+          "FIG3 and FIG3 with norm = after_first (each: step size searched on held-out seeds, trained to a "
+          "validation plateau)", _T_PARTS,
+          all_of("without the first layer's normalisation its gate suppresses outliers in more seeds, and the "
+                 "stack still learns in context",
+                 above(0, "layer 1: more seeds suppress outliers with norm after the first layer only"),
+                 below(0.25, "after_first: reversed-task error < 0.25 (half the chance level)")), beyond=True),
 ]
 
 OPEN_CLAIMS = {c.key: c for c in OPEN_ROWS}
