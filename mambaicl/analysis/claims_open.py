@@ -56,6 +56,17 @@ OPEN_ROWS = [
                  "stack still learns in context",
                  above(0, "layer 1: more seeds suppress outliers with norm after the first layer only"),
                  below(0.25, "after_first: reversed-task error < 0.25 (half the chance level)")), beyond=True),
+    Claim("app14-gates", "ch08_open_questions",
+          "App. 14's gates measured: the squared-loss Mamba on outlier and clean examples",
+          "the gate still learns to suppress outliers under the squared loss (App. 14: random outputs on outlier "
+          "examples cancel in expectation)", "App. 14",
+          "per seed, median gate of outlier examples / median gate of clean examples (Corollary 2(i)'s measure, "
+          "as the row cor2i) of the one-layer Mamba trained on Figure 2's data with the squared loss, on test "
+          "prompts with random outlier outputs (rule C) at α = 0.3 and α = 0.8",
+          "App. 14 settings of the regression experiment (app14_gates preset app14)", _T_PARTS,
+          all_of("the squared-loss gate suppresses outliers as Corollary 2(i) asks, at both α",
+                 below(1 / 6, "α = 0.3: outlier/clean gate < 1/M1 = 1/6"),
+                 below(1 / 6, "α = 0.8: outlier/clean gate < 1/M1 = 1/6")), beyond=True),
 ]
 
 OPEN_CLAIMS = {c.key: c for c in OPEN_ROWS}
