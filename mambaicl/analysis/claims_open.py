@@ -11,6 +11,7 @@ from .verdicts import Claim, above, all_of, below
 
 __all__ = ["OPEN_ROWS", "OPEN_CLAIMS", "SEED_TAIL_TEST"]
 
+_T = "95 % t interval over seeds (df = seeds - 1), test prompts counted"
 _T_PARTS = ("95 % t interval over seeds (df = seeds - 1), test prompts counted; every part must hold "
             "(intersection-union, no Holm correction needed)")
 #: the test of the seed-tail row: Spearman's rho with the Fisher-z interval of Fieller, Hartley & Pearson (1957)
@@ -68,6 +69,26 @@ OPEN_ROWS = [
           all_of("the squared-loss gate suppresses outliers as Corollary 2(i) asks, at both α",
                  below(1 / 6, "α = 0.3: outlier/clean gate < 1/M1 = 1/6"),
                  below(1 / 6, "α = 0.8: outlier/clean gate < 1/M1 = 1/6")), beyond=True),
+    Claim("context-examples", "ch08_open_questions",
+          "Context examples needed: the linear Transformer against Mamba as α approaches 1/2",
+          "linear Transformers require significantly more context examples than Mamba to achieve comparable "
+          "generalization performance", "§1 Contribution 2; §3.4, Theorems 2(d) and 4(d)",
+          "per seed, the smallest l_ts on the grid 2, 4, 6, 8, 12, 16, 24, 32, 48, 64 from which the test error "
+          "(rule A, the 18 tasks of fig2.CLAIM_GROUPS) stays at or below 0.05, a seed that never gets there counted "
+          "as 128: the linear Transformer's minus Mamba's, at α = 0.3 and α = 0.45 (Figure 2's trained models)",
+          "FIG2 settings (context_examples preset fig2)", _T_PARTS,
+          all_of("the linear Transformer needs more context examples than Mamba at both α",
+                 above(0, "α = 0.3: l_ts needed, linear Transformer − Mamba > 0"),
+                 above(0, "α = 0.45: l_ts needed, linear Transformer − Mamba > 0"))),
+    Claim("kappa-lower-bound", "ch08_open_questions",
+          "κ_a's lower bound: Mamba needs visible outliers, the linear Transformer does not",
+          "The required conditions for κ_a for linear Transformers does not include a lower bound (Remark 4); "
+          "Theorem 1 (ii): Vβ^-4 ≲ κ_a ≲ Vβ(1−p_a)p_a^-1 ε^-1", "§3.3-3.4, Theorems 1 and 3, Remark 4",
+          "per seed, the rise of the validation hinge loss (Definition 1 prompts, training tasks) when κ_a drops "
+          "from Figure 2's 2 to Vβ^-4/10 (Theorem 1's lower bound, constant 1, divided by 10): Mamba's rise minus "
+          "the linear Transformer's",
+          "FIG2 settings with κ_a = 2 and κ_a = Vβ^-4/10 (kappa_lower_bound preset fig2)", _T,
+          above(0, "Mamba's training loss rises more than the linear Transformer's below Theorem 1's lower bound")),
 ]
 
 OPEN_CLAIMS = {c.key: c for c in OPEN_ROWS}
