@@ -8,7 +8,7 @@ from matplotlib.lines import Line2D
 from .figures import plot_mean_band
 from .style import PALETTE
 
-__all__ = ["plot_bound_by_group", "plot_seed_tail"]
+__all__ = ["plot_bound_by_group", "plot_seed_tail", "plot_context_lengths"]
 
 _TITLES = {"all": "all 30 tasks", "training": "training tasks", "reversed": "reversed tasks",
            "distance 2": "distance 2 (never met)", "distance 3": "distance 3 (never met)"}
@@ -54,3 +54,24 @@ def plot_seed_tail(ax, predictor, error, failing, *, level: float) -> list:
     return [Line2D([], [], ls="", marker="o", color=PALETTE["mamba"], label="seed"),
             Line2D([], [], ls="", marker="D", color=PALETTE["outlier"], label=f"failing seed (error > {level:g})"),
             Line2D([], [], color=PALETTE["outlier"], ls="--", label="failure level (declared)")]
+
+
+def plot_context_lengths(axes, l_grid, errors: dict, alphas, *, level: float) -> list:
+    """Test error against the number of context examples ``l_ts`` (log x), one axis per ``alpha``, both models
+    (mean over seeds, band ±1 SE); the declared level dashed. ``errors[kind][alpha index][s][l index]``.
+    Returns the legend handles."""
+    from .style import LABELS
+
+    for i, (ax, a) in enumerate(zip(axes, alphas)):
+        for kind in ("linear", "mamba"):
+            e = np.asarray(errors[kind][i], dtype=float)  # (S, n_l)
+            mean, se = e.mean(0), e.std(0, ddof=1) / np.sqrt(e.shape[0])
+            plot_mean_band(ax, l_grid, mean, np.minimum(se, mean), kind)
+        ax.axhline(level, color="black", lw=1.0, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_title(rf"$\alpha$ = {a:g}")
+        ax.set_xlabel(r"context examples $l_{ts}$")
+    axes[0].set_ylabel("test error, rule A (18 tasks)")
+    return [Line2D([], [], color=PALETTE["mamba"], marker="o", label=LABELS["mamba"]),
+            Line2D([], [], color=PALETTE["linear"], marker="o", label=LABELS["linear"]),
+            Line2D([], [], color="black", ls="--", label=f"declared level {level:g}")]
