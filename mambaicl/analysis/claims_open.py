@@ -89,6 +89,16 @@ OPEN_ROWS = [
           "the linear Transformer's",
           "FIG2 settings with κ_a = 2 and κ_a = Vβ^-4/10 (kappa_lower_bound preset fig2)", _T,
           above(0, "Mamba's training loss rises more than the linear Transformer's below Theorem 1's lower bound")),
+    Claim("batch-size", "ch08_open_questions",
+          "Batch size: the linear Transformer converges with smaller batches than Mamba (B_T against B_M)",
+          "While linear Transformers may converge faster with smaller batch sizes (§1); the required batch size for "
+          "Mamba models is at least B_M, which is defined as the larger of value B_T and another constant, while the "
+          "required batch size for linear Transformers is B_T (Remark 4)", "§1 Contribution 2; §3.4, Remark 4",
+          "per seed and model, the smallest B of the grid 1, 2, 4, 8, 16, 32, 64 from which the validation hinge "
+          "loss (Definition 1 prompts, training tasks) after Figure 2's 1,000 SGD steps stays within 0.02 of the "
+          "same seed's loss at B = 64: log2 of Mamba's minus log2 of the linear Transformer's",
+          "FIG2 settings, batch size varied (batch_size preset fig2)", _T,
+          above(0, "Mamba needs a larger batch than the linear Transformer (log2 B_M − log2 B_T > 0)")),
 ]
 
 OPEN_CLAIMS = {c.key: c for c in OPEN_ROWS}
