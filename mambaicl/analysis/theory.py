@@ -93,3 +93,5 @@ def _check_lengths(l_ts, M1) -> None:
 
 
 __all__ += ["FACTORS", "EARLY_FACTORS", "LEMMA_PREDICTED", "alpha_limit_mamba_d", "alpha_limit_lt_d"]
+
+from .information import information_bound, information_bound_all_tasks, training_information_bound  # noqa: E402,F401  (Figure 2's information bound)

@@ -1,0 +1,102 @@
+"""How many context examples each model needs (§1 Contribution 2; Theorems 2(d), 4(d)): Mamba vs the linear Transformer.
+
+Glossary (code name -> paper symbol):
+
+==================  ====================================================================================
+``l_grid``          test prompt lengths ``l_ts`` tried
+``level``           the error a model must reach (declared with the row ``context-examples``)
+``needed``          per seed, the smallest ``l_ts`` of the grid from which the error stays ``<= level`` at
+                    every longer ``l_ts`` of the grid; :data:`CENSOR` when it never gets there
+``alphas``          test outlier fractions (rule A, placement R)
+==================  ====================================================================================
+
+The models are Figure 2's (:func:`mambaicl.experiments.fig2.trained_models`: same members, streams and step
+sizes), tested on the 18 tasks of :data:`mambaicl.experiments.fig2.CLAIM_GROUPS` (Mamba's distance-2 floor
+of Chapter 4 would otherwise keep both models above any small level), prompts from
+``(seed, "context/<alpha>/<l_ts>")``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..config import instance, integer, integers, real, reals
+from ..evaluate import test_error
+from ..seeding import torch_generators
+from . import fig2
+from .base import Preset, Result, internal, resolve_device, resolve_seeds
+
+__all__ = ["ContextPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "CENSOR", "needed_length",
+           "ContextResult", "run"]
+
+#: the count of a seed whose error never stays at or below the level on the grid (twice the longest prompt)
+CENSOR = 128
+KINDS = ("mamba", "linear")
+
+
+@dataclass(frozen=True)
+class ContextPreset(Preset):
+    """Figure 2's two models tested at several ``alpha`` over a grid of test prompt lengths."""
+
+    fig2: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    alphas: tuple = reals((0.3, 0.45, 0.6), 0.0, 1.0, high_open=True)
+    l_grid: tuple = integers((2, 4, 6, 8, 12, 16, 24, 32, 48, 64), 1)
+    level: float = real(0.05, 0.0, 1.0)
+    n_test: int = integer(1000, 1)
+
+
+FIG2 = ContextPreset(name="fig2")
+#: a seconds-long smoke test (tests); not a result of the book
+TINY = ContextPreset(name="tiny", fig2=fig2.TINY, alphas=(0.3,), l_grid=(2, 8, 32), n_test=200)
+PRESETS = {"fig2": FIG2, "tiny": TINY}
+DEFAULT_PRESET = "fig2"
+DEFAULT_SEEDS = tuple(range(20))
+
+
+def needed_length(errors, l_grid, level: float) -> int:
+    """The smallest ``l`` of ``l_grid`` from which every error (aligned with ``l_grid``) is ``<= level``;
+    :data:`CENSOR` if the last one is above it."""
+    out = CENSOR
+    for l, e in reversed(list(zip(l_grid, errors))):
+        if e > level:
+            break
+        out = l
+    return out
+
+
+@dataclass
+class ContextResult(Result):
+    """Errors per model, alpha, seed and l_ts; the l_ts each seed needs."""
+
+    preset: str
+    seeds: list
+    alphas: list
+    l_grid: list
+    level: float
+    n_test: int
+    errors: dict  # [kind][alpha index][s][l index]
+    needed: dict  # [kind][alpha index][s]
+    models: dict = internal()
+
+
+def run(preset: ContextPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> ContextResult:
+    """Train Figure 2's Mamba and linear Transformer for every seed and test them over ``l_grid`` at each ``alpha``."""
+    seeds = resolve_seeds(seeds)
+    f2 = preset.fig2
+    pat = fig2.patterns(f2)
+    trained = fig2.trained_models(f2, pat, seeds, kinds=KINDS, device=resolve_device(device), progress=progress)
+    tasks = fig2.claim_tasks(f2.data.M1)
+    errors, needed = {}, {}
+    for kind in KINDS:
+        stack = trained[kind][0]
+        errors[kind], needed[kind] = [], []
+        for a in preset.alphas:
+            cols = [test_error(stack, pat, dataclasses.replace(f2.test, alpha=float(a), l_ts=int(l)), tasks,
+                               preset.n_test, torch_generators(seeds, f"context/{float(a)}/{int(l)}"))
+                    for l in preset.l_grid]  # [l][s]
+            rows = [[cols[j][s] for j in range(len(cols))] for s in range(len(seeds))]
+            errors[kind].append(rows)
+            needed[kind].append([needed_length(r, preset.l_grid, preset.level) for r in rows])
+    return ContextResult(preset=preset.name, seeds=list(seeds), alphas=list(preset.alphas),
+                         l_grid=list(preset.l_grid), level=preset.level, n_test=preset.n_test, errors=errors,
+                         needed=needed, models={k: s for k, (s, _) in trained.items()})

@@ -1,0 +1,90 @@
+"""RMSNorm's role tested by training: the three-layer Mamba of Figure 3 with normalisation after the first layer only.
+
+Glossary (code name -> paper symbol):
+
+====================  ==================================================================================
+``AFTER_FIRST``       :data:`mambaicl.experiments.mechanism.FIG3` with ``norm="after_first"``: the first
+                      layer's gate reads the raw token (an additive outlier makes it longer), the other
+                      layers read RMSNorm's output, as in FIG3; its own step-size search and stopping
+``gate_ratio``        per layer and seed, median outlier gate / median clean gate (Corollary 2(i))
+``suppress``          ``gate_ratio < 1/M1`` (the rows ``cor2i`` and ``rmsnorm``'s measure)
+``reversed_error``    test error on the reversed tasks (the in-context check of the row ``deep-icl``)
+====================  ==================================================================================
+
+The row ``rmsnorm`` (Chapter 5) explains the three-layer stack's gates by the normalisation; this experiment
+removes the normalisation where it would matter first and asks whether layer 1's gate then suppresses outliers
+in more seeds than FIG3's (row ``rmsnorm-causal`` of :mod:`mambaicl.analysis.claims_open`, declared before the
+run). FIG3 is read through :func:`mambaicl.experiments.store.stored` (the call Chapter 5 makes), so a build
+that runs both chapters can train it once.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..config import instance
+from ..analysis.verdicts import M1_PAPER
+from . import mechanism
+from .base import Preset, Result, internal, resolve_seeds
+from .store import stored
+
+__all__ = ["RmsnormCausalPreset", "AFTER_FIRST", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
+           "RmsnormCausalResult", "run"]
+
+AFTER_FIRST = dataclasses.replace(mechanism.FIG3, name="fig3_after_first",
+                                  model=dataclasses.replace(mechanism.FIG3.model, norm="after_first"),
+                                  n_placement=0, searched_lr=0.0)
+
+
+@dataclass(frozen=True)
+class RmsnormCausalPreset(Preset):
+    """The stack without the first layer's normalisation and the reference stack (FIG3)."""
+
+    after_first: mechanism.MechanismPreset = instance(mechanism.MechanismPreset, factory=lambda: AFTER_FIRST)
+    reference: mechanism.MechanismPreset = instance(mechanism.MechanismPreset, factory=lambda: mechanism.FIG3)
+
+
+FIG3 = RmsnormCausalPreset(name="fig3")
+_TINY_TRAIN = dataclasses.replace(mechanism.FIG3.train, steps=20)
+#: a seconds-long smoke test (tests); not a result of the book
+TINY = RmsnormCausalPreset(
+    name="tiny",
+    after_first=dataclasses.replace(AFTER_FIRST, model=dataclasses.replace(AFTER_FIRST.model, d_model=16),
+                                    train=_TINY_TRAIN, lrs=(), val_every=0, n_test=64, n_sums=16, n_group=32,
+                                    n_norms=0, record_steps=(20,)),
+    reference=dataclasses.replace(mechanism.FIG3, model=dataclasses.replace(mechanism.FIG3.model, d_model=16),
+                                  train=_TINY_TRAIN, lrs=(), searched_lr=0.0, val_every=0, n_test=64, n_sums=16,
+                                  n_group=32, n_norms=0, n_placement=0, record_steps=(20,)))
+PRESETS = {"fig3": FIG3, "tiny": TINY}
+DEFAULT_PRESET = "fig3"
+DEFAULT_SEEDS = mechanism.DEFAULT_SEEDS
+
+
+@dataclass
+class RmsnormCausalResult(Result):
+    """Per layer and seed the gate ratios of both stacks, the suppression indicators, reversed-task errors."""
+
+    preset: str
+    seeds: list
+    gate_ratio: dict  # {"after_first" | "rms": [layer][s]}
+    suppress: dict  # {"after_first" | "rms": [layer][s]} 1.0 / 0.0
+    reversed_error: dict  # {"after_first" | "rms": [s]}
+    n_group: int
+    lr: dict  # step size each stack trained with
+    test_error: dict  # {"after_first" | "rms": [s]} (all tasks, alpha of the preset)
+    results: dict = internal()  # the two MechanismResults
+
+
+def run(preset: RmsnormCausalPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None,
+        progress: bool = True) -> RmsnormCausalResult:
+    """Train the after_first stack (and read FIG3 from the store, or train it) for every seed; compare their gates."""
+    seeds = resolve_seeds(seeds)
+    res = {"after_first": mechanism.run(preset.after_first, seeds=seeds, device=device, progress=progress),
+           "rms": stored(mechanism.run, preset.reference, seeds=seeds, progress=False)}
+    ratio = {k: [r.per_seed(layer, "gate_ratio") for layer in range(len(r.layers))] for k, r in res.items()}
+    return RmsnormCausalResult(
+        preset=preset.name, seeds=list(seeds), gate_ratio=ratio,
+        suppress={k: [[float(v < 1 / M1_PAPER) for v in row] for row in rows] for k, rows in ratio.items()},
+        reversed_error={k: list(r.groups["reversed"]) for k, r in res.items()},
+        n_group=preset.after_first.n_group, lr={k: r.lr for k, r in res.items()},
+        test_error={k: list(r.test_error) for k, r in res.items()}, results=res)
