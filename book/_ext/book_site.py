@@ -144,8 +144,12 @@ def _write_downloads(app, exception) -> None:
             z.writestr(info, data)
 
         add("README.md", _readme(app, notebooks).encode())
-        for nb in notebooks:
-            add(nb.name, nb.read_bytes())
+        # each chapter's reader notebook (.ci/reader_notebooks.py) where the launch buttons find it,
+        # <path_to_book>/<docname>.ipynb; the executed chapter itself otherwise
+        reader = (app.config.html_theme_options or {}).get("path_to_docs", "").strip("/")
+        for d, nb in zip(sorted(docs, key=lambda d: Path(app.env.doc2path(d))), notebooks):
+            copy = Path(app.srcdir) / reader / f"{d}.ipynb"
+            add(nb.name, (copy if reader and copy.is_file() else nb).read_bytes())
         for pair in sorted(filter(None, pairs.values())):
             add(f"myst/{pair.name}", pair.read_bytes())
     pdf = Path(app.srcdir) / PDF_BUILD

@@ -294,46 +294,51 @@ def fig_gate_training(steps, gates, outlier) -> plt.Figure:
 def fig_intro_summary() -> plt.Figure:
     """``fig-intro-summary``: the book's argument in one diagram, prompt -> attention x gate -> vote -> sign.
 
-    Drawn from fixed illustrative values (no model): four examples, the third and fourth with an outlier.
+    Drawn from the idealised values of the Learn part's hand-worked prompt (no model): attention
+    scores +-1, gate sigma = 1/2 on clean tokens and 0 on outliers, five examples of which three carry
+    an outlier with a flipped label; query mu_1, true label +1.
     """
-    fig, ax = plt.subplots(figsize=(10, 3.6))
-    ax.set_xlim(0, 10), ax.set_ylim(0, 3.6)
+    rows = [("$\\mu_1$", 1, False), ("$\\mu_2$", -1, False), ("$\\mu_1 + v^*$", -1, True),
+            ("$\\mu_2 + v^*$", 1, True), ("$\\mu_1 + v^*$", -1, True)]
+    att = [1.0 if "mu_1" in x else -1.0 for x, _, _ in rows]
+    sig = [0.0 if out else 0.5 for _, _, out in rows] + [0.5]  # the query last
+    gate = [sig[i] * float(np.prod([1 - s for s in sig[i + 1:]])) for i in range(len(rows))]
+    fig, ax = plt.subplots(figsize=(10, 4.0))
+    ax.set_xlim(0, 10), ax.set_ylim(-0.2, 3.9)
     ax.axis("off")
-    rows = [("$\\mu_1$", "+1", False), ("$\\mu_2$", "−1", False), ("$\\mu_1 + v^*$", "−1", True),
-            ("$\\mu_1 + v^*$", "−1", True)]
-    att, gate_m = [1.0, -1.0, 1.0, 1.0], [0.25, 0.5, 0.01, 0.01]
     cols = {"prompt": 0.2, "att": 3.1, "gate": 5.0, "vote": 7.0}
-    heads = {"prompt": "prompt: $(x_i, y_i)$", "att": "attention\n$q^\\top k_i$", "gate": "gate\n$G_{i,l+1}$",
-             "vote": "vote $G_i\\, y_i\\, q^\\top k_i$\nMamba | linear T."}
+    heads = {"prompt": "prompt: example $x_i$, label $y_i$", "att": "attention\n$q^\\top k_i$",
+             "gate": "gate\n$G_{i,l+1}$", "vote": "vote $G_i\\, y_i\\, q^\\top k_i$\nMamba    linear T."}
     for key, x in cols.items():
-        ax.text(x + (0.9 if key != "prompt" else 1.0), 3.35, heads[key], ha="center", va="center", fontsize=9)
-    for r, (x_text, y_text, out) in enumerate(rows):
-        yc = 2.6 - 0.55 * r
+        ax.text(x + (1.0 if key == "prompt" else 0.9), 3.6, heads[key], ha="center", va="center", fontsize=9)
+    minus = "\u2212"
+    for r, ((x_text, y, out), a, g) in enumerate(zip(rows, att, gate)):
+        yc = 2.9 - 0.55 * r
         ax.add_patch(FancyBboxPatch((cols["prompt"], yc - 0.2), 2.0, 0.4, boxstyle="round,pad=0.02",
                                     fc="white", ec=PALETTE["outlier"] if out else PALETTE["clean"], lw=2))
-        ax.text(cols["prompt"] + 1.0, yc, f"{x_text},  y = {y_text}", ha="center", va="center", fontsize=9)
-        ax.text(cols["att"] + 0.9, yc, f"{att[r]:+.0f}", ha="center", va="center", fontsize=10,
-                color=PALETTE["same"] if att[r] > 0 else PALETTE["other"])
-        ax.text(cols["gate"] + 0.9, yc, f"{gate_m[r]:.2f}", ha="center", va="center", fontsize=10,
+        ax.text(cols["prompt"] + 1.0, yc, f"{x_text},  y = {'+1' if y > 0 else minus + '1'}", ha="center",
+                va="center", fontsize=9)
+        ax.text(cols["att"] + 0.9, yc, ("+1" if a > 0 else minus + "1"), ha="center", va="center", fontsize=10,
+                color=PALETTE["same"] if a > 0 else PALETTE["other"])
+        ax.text(cols["gate"] + 0.9, yc, "\u2248 0" if out else f"{g:.3f}", ha="center", va="center", fontsize=10,
                 color=PALETTE["outlier"] if out else PALETTE["clean"])
-        y_val = 1.0 if y_text == "+1" else -1.0
-        ax.text(cols["vote"] + 0.45, yc, f"{gate_m[r] * y_val * att[r]:+.2f}", ha="center", va="center",
+        vote_m = g * y * a
+        ax.text(cols["vote"] + 0.45, yc, "0" if out else f"+{vote_m:.3f}", ha="center", va="center",
                 fontsize=10, color=PALETTE["mamba"])
-        ax.text(cols["vote"] + 1.45, yc, f"{y_val * att[r]:+.0f}", ha="center", va="center", fontsize=10,
-                color=PALETTE["linear"])
-        for a, b in (("prompt", "att"), ("att", "gate"), ("gate", "vote")):
-            x0 = cols[a] + (2.05 if a == "prompt" else 1.3)
-            ax.add_patch(FancyArrowPatch((x0, yc), (cols[b] + 0.45, yc), arrowstyle="->", color="grey",
-                                         mutation_scale=10))
-    f_m = sum(g * (1 if y == "+1" else -1) * a for g, (_, y, _), a in zip(gate_m, rows, att))
-    f_l = sum((1 if y == "+1" else -1) * a for (_, y, _), a in zip(rows, att))
-    ax.plot([cols["vote"], cols["vote"] + 1.9], [0.72, 0.72], color="black", lw=0.8)
-    ax.text(cols["vote"] + 0.45, 0.45, f"F = {f_m:+.2f}\nright", ha="center", va="center", fontsize=9,
+        ax.text(cols["vote"] + 1.55, yc, ("+1" if y * a > 0 else minus + "1"), ha="center", va="center",
+                fontsize=10, color=PALETTE["linear"])
+        for a_col, b_col, x0 in (("prompt", "att", 2.25), ("att", "gate", 1.3), ("gate", "vote", 1.3)):
+            ax.add_patch(FancyArrowPatch((cols[a_col] + x0, yc), (cols[b_col] + 0.35 - (0.3 if b_col == "vote" else 0), yc),
+                                         arrowstyle="->", color="grey", mutation_scale=10))
+    f_m = sum(g * y * a for (_, y, _), a, g in zip(rows, att, gate))
+    f_l = sum(y * a for (_, y, _), a in zip(rows, att))
+    ax.plot([cols["vote"], cols["vote"] + 2.0], [0.42, 0.42], color="black", lw=0.8)
+    ax.text(cols["vote"] + 0.45, 0.1, f"F = +{f_m:.3f}\nright", ha="center", va="center", fontsize=9,
             color=PALETTE["mamba"])
-    ax.text(cols["vote"] + 1.45, 0.45, f"F = {f_l:+.0f}\nwrong", ha="center", va="center", fontsize=9,
+    ax.text(cols["vote"] + 1.55, 0.1, f"F = {minus}{abs(f_l):.0f}\nwrong", ha="center", va="center", fontsize=9,
             color=PALETTE["linear"])
-    ax.text(0.2, 0.3, "query $\\mu_1$ (true label +1); the two outliers carry flipped labels.\n"
-            "Attention selects the query's pattern; the gate switches the outliers off.",
+    ax.text(0.2, 0.1, "Query $\\mu_1$, true label +1. Three of five examples carry an outlier $v^*$\n"
+            "and a flipped label. Attention selects the query's pattern;\nthe gate switches the outliers off.",
             fontsize=9, va="center")
     return fig
 
