@@ -31,6 +31,9 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / ".ci"))
+from results_page import glued  # noqa: E402  (every glued text value of an executed notebook)
+
 BOOK = ROOT / "book"
 OUT = ROOT / "reader" / "book"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
@@ -116,22 +119,6 @@ def citations() -> dict:
 
 
 # ---------------------------------------------------------------- text rewriting
-
-
-def glued(nb) -> dict:
-    """Every text value glued in an executed notebook (MyST-NB's stored glue outputs)."""
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            value = next((v for k, v in o.get("data", {}).items() if k.endswith("text/plain")), None)
-            if name and value is not None:
-                text = "".join(value) if isinstance(value, list) else value
-                try:
-                    out[name] = str(ast.literal_eval(text))
-                except (ValueError, SyntaxError):
-                    out[name] = text
-    return out
 
 
 def _pyobject(path: Path, name: str) -> str:
@@ -235,7 +222,7 @@ def render(stem: str, refs: dict | None = None, cites: dict | None = None) -> st
     path = BOOK / f"{stem}.ipynb"
     raw = path.read_bytes()
     nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
-    values = glued(nb)
+    values = glued(path)
     cells = []
     installed = False
     for cell in nb.cells:

@@ -2,7 +2,7 @@
 opens with what you will learn, carries Key ideas, at most one collapsed Reproduction status, ends with
 Summary and Exercises, stays readable in source (<= 600 MyST lines, <= 40 glue references) and glues
 numbers and short labels only; the six pictures of the Learn path exist under their names."""
-import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -17,6 +17,13 @@ MAX_LINES, MAX_GLUE, MAX_GLUED_TEXT = 600, 40, 40
 FIGURES = {"fig-attention-map": "ch01_selective_scan", "fig-skip-erase": "ch01_selective_scan",
            "fig-training-graph": "ch02_data_model", "fig-votes": "learn_mechanism",
            "fig-gate-training": "learn_dynamics"}
+
+
+def _results_page():
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / ".ci" / "results_page.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _part(word):
@@ -72,18 +79,7 @@ def test_no_two_standard_error_rule(stem):
 @pytest.mark.parametrize("stem", LEARN)
 def test_glued_text_is_a_number_or_short_label(stem):
     """Every glued value the chapter's prose uses is at most 40 characters (never a clause)."""
-    nb = nbformat.read(BOOK / f"{stem}.ipynb", as_version=4)
-    values = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []):
-            name = o.get("metadata", {}).get("scrapbook", {}).get("name")
-            value = next((v for k, v in o.get("data", {}).items() if k.endswith("text/plain")), None)
-            if name and value is not None:
-                text = "".join(value) if isinstance(value, list) else value
-                try:
-                    values[name] = str(ast.literal_eval(text))
-                except (ValueError, SyntaxError):
-                    values[name] = text
+    values = _results_page().glued(BOOK / f"{stem}.ipynb")
     used = set(re.findall(r"\{glue(?::\w+)?\}`([\w-]+)", _myst(stem)))
     assert used <= set(values), f"{stem}: glued names not in the executed notebook: {used - set(values)}"
     long = {k: values[k] for k in used if len(values[k]) > MAX_GLUED_TEXT}
