@@ -73,10 +73,15 @@ def test_gate_probe_reads_the_first_model_of_a_stack():
         def gate(Q):
             return model.gate(Q[0])[None]
 
+        @staticmethod
+        def logits(Q):
+            return model.logits(Q[0])[None]
+
     u = torch.zeros(6, dtype=torch.float64); u[0] = 1
     out = learn.gate_probe(P, {"w_u": u})(Stack)
     assert torch.allclose(out["gates"], gate_naive(P[None], model.w.detach())[0, :-1], atol=1e-12)
     assert torch.isclose(out["w_u"], model.w.detach()[0])
+    assert torch.allclose(out["sigmas"], torch.sigmoid(P[:-1] @ model.w.detach()), atol=1e-12)
 
 
 def test_illustrative_pair_is_deterministic_and_trains():
@@ -96,8 +101,9 @@ def test_figures_draw():
             learn.fig_training_graph(6, training_tasks(6)),
             learn.fig_votes({"mamba": {"vote": score, "F": score.sum()}, "linear": {"vote": score, "F": score.sum()}}, out),
             learn.fig_gate_training([0, 10], torch.stack([gate[:-1], gate[:-1] / 10]), out),
+            learn.fig_gate_training([0, 10], torch.stack([gate[:-1], gate[:-1] / 10]), out, sigmas=torch.rand(2, 6)),
             learn.fig_intro_summary()]
-    assert [len(f.axes) for f in figs] == [3, 1, 1, 2, 2, 1]
+    assert [len(f.axes) for f in figs] == [3, 1, 1, 2, 2, 4, 1]
     for f in figs:
         plt.close(f)
 

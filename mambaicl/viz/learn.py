@@ -114,11 +114,12 @@ def illustrative_pair(*, seed: int = LEARN_SEED, steps: int = LEARN_STEPS, kinds
 
 
 def gate_probe(P: torch.Tensor, directions: dict):
-    """A probe for :func:`mambaicl.train.train`: the gates of the context examples of one prompt ``P``
-    ``(l+1, d+1)`` (key ``"gates"``) and ``w . u`` for every ``{name: u}`` of ``directions``, of the first
+    """A probe for :func:`mambaicl.train.train`: the gates ``G_{i,l+1}`` of the context examples of one
+    prompt ``P`` ``(l+1, d+1)`` (key ``"gates"``), their own gate values ``sigma(w^T p_i)`` (``"sigmas"``) and ``w . u`` for every ``{name: u}`` of ``directions``, of the first
     model of a trained stack."""
     def probe(stack) -> dict:
-        out = {"gates": stack.gate(P[None, None])[0, 0, :-1]}
+        out = {"gates": stack.gate(P[None, None])[0, 0, :-1],
+               "sigmas": torch.sigmoid(stack.logits(P[None, None])[0, 0, :-1])}
         out.update({name: stack.w[0] @ u for name, u in directions.items()})
         return out
 
@@ -235,8 +236,9 @@ def fig_training_graph(M1: int, train_tasks, *, seen=None) -> plt.Figure:
     return fig
 
 
-def fig_votes(per_model: dict, outlier, *, same=None) -> plt.Figure:
-    """``fig-votes``: each context example's vote ``G_i y_i q^T k_i`` for each model, outliers marked, the sum shown.
+def fig_votes(per_model: dict, outlier, *, same=None, z: float = 1.0) -> plt.Figure:
+    """``fig-votes``: each context example's vote for the true label ``z G_i y_i q^T k_i`` for each model,
+    outliers marked, the sum ``z F`` shown (positive: the model is right).
 
     Args:
         per_model: ``{kind: votes(model, P)}`` (see :func:`votes`), e.g. ``"mamba"`` and ``"linear"``.
@@ -247,10 +249,11 @@ def fig_votes(per_model: dict, outlier, *, same=None) -> plt.Figure:
     same = np.ones(l, bool) if same is None else np.asarray(same)
     fig, axs = plt.subplots(1, len(per_model), figsize=(5.4 * len(per_model), 3.4))
     for ax, (kind, v) in zip(np.atleast_1d(axs), per_model.items()):
-        vote = np.asarray(v["vote"], dtype=float)[:l]
+        vote = z * np.asarray(v["vote"], dtype=float)[:l]
         colors = [PALETTE["same"] if s else PALETTE["other"] for s in same]
-        _bars(ax, vote, outlier, colors, f"{LABELS.get(kind, kind)}: $F$ = {float(v['F']):+.2f}",
-              "vote $G_i\\, y_i\\, q^\\top k_i$")
+        zF = z * float(v["F"])
+        _bars(ax, vote, outlier, colors, f"{LABELS.get(kind, kind)}: $zF$ = {zF:+.2f} ({'right' if zF > 0 else 'wrong'})",
+              "vote for the true label, $z\\, G_i\\, y_i\\, q^\\top k_i$")
         ax.set_xlabel("context example $i$ (query to the right)")
         ax.tick_params(axis="x", labelsize=7)
     np.atleast_1d(axs)[-1].legend(handles=[Patch(color=PALETTE["same"], label="query's pattern"),
@@ -262,31 +265,36 @@ def fig_votes(per_model: dict, outlier, *, same=None) -> plt.Figure:
     return fig
 
 
-def fig_gate_training(steps, gates, outlier) -> plt.Figure:
-    """``fig-gate-training``: the gates of one fixed prompt along training, ``log10 G`` as a heat map
-    (rows: SGD steps, columns: context examples; outliers marked with a red triangle).
+def fig_gate_training(steps, gates, outlier, sigmas=None) -> plt.Figure:
+    """``fig-gate-training``: one fixed prompt along training, as heat maps (rows: SGD steps, columns:
+    context examples; outliers marked with a red triangle): each token's own gate value
+    ``sigma(w^T p_i)`` (left, when ``sigmas`` is given) and its gate ``log10 G_{i,l+1}`` (right).
 
     Args:
         steps: the recorded SGD steps, ``(n,)``.
         gates: ``(n, l)`` gates of the context examples at those steps.
         outlier: ``(l,)`` bool.
+        sigmas: optional ``(n, l)`` values ``sigma(w^T p_i)``.
     """
+    panels = [] if sigmas is None else [(np.asarray(sigmas, dtype=float), "$\\sigma(w^\\top p_i)$", 0, 1)]
     G = np.log10(np.clip(np.asarray(gates, dtype=float), 1e-12, None))
+    panels.append((G, "$\\log_{10} G_{i,l+1}(w)$", max(G.min(), -8), 0))
     l = G.shape[1]
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    im = ax.imshow(G, aspect="auto", cmap="viridis", vmin=max(G.min(), -8), vmax=0,
-                   extent=(0.5, l + 0.5, len(steps) - 0.5, -0.5))
-    ax.set_yticks(range(len(steps)))
-    ax.set_yticklabels([str(s) for s in steps])
-    ax.set_xticks(range(1, l + 1))
-    ax.tick_params(axis="x", labelsize=7)
-    ax.grid(False)
+    fig, axs = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 3.6), squeeze=False)
     out = np.flatnonzero(np.asarray(outlier)) + 1
-    ax.plot(out, [-0.5] * len(out), "v", color=PALETTE["outlier"], ms=8, clip_on=False, label="outlier example")
-    ax.set_xlabel("context example $i$ (query to the right)")
-    ax.set_ylabel("SGD step")
-    fig.colorbar(im, ax=ax, label="$\\log_{10} G_{i,l+1}(w)$")
-    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.02), frameon=False)
+    for ax, (values, label, lo, hi) in zip(axs[0], panels):
+        im = ax.imshow(values, aspect="auto", cmap="viridis", vmin=lo, vmax=hi,
+                       extent=(0.5, l + 0.5, len(steps) - 0.5, -0.5))
+        ax.set_yticks(range(len(steps)))
+        ax.set_yticklabels([str(s) for s in steps])
+        ax.set_xticks(range(1, l + 1))
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(False)
+        ax.plot(out, [-0.5] * len(out), "v", color=PALETTE["outlier"], ms=8, clip_on=False, label="outlier example")
+        ax.set_xlabel("context example $i$ (query to the right)")
+        ax.set_ylabel("SGD step")
+        fig.colorbar(im, ax=ax, label=label)
+    axs[0, 0].legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.02), frameon=False)
     fig.tight_layout()
     return fig
 
