@@ -92,8 +92,9 @@ def _readme(app, notebooks: list[Path]) -> str:
     lines = [
         f"# The notebooks of \"{app.config.html_title or app.config.project}\"",
         "",
-        "Every chapter of the book as a Jupyter notebook, with the outputs the book shows",
-        "(`myst/` holds the same chapters as MyST Markdown, their jupytext pairs).",
+        "Every chapter of the book as a Jupyter notebook, with the outputs the book shows: the reader's",
+        "copy, whose text has the computed numbers written in and references as plain text",
+        "(`myst/` holds the chapters' MyST Markdown sources, their jupytext pairs).",
         "",
         "## Install",
         "",
