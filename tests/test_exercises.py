@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-NOTEBOOKS = sorted(BOOK.glob("ch*.ipynb")) + sorted(BOOK.glob("appendix*.ipynb"))
+NOTEBOOKS = sorted(BOOK.glob("ch*.ipynb")) + sorted(BOOK.glob("learn_*.ipynb")) + sorted(BOOK.glob("appendix*.ipynb"))
 
 COLLAPSED_TAGS = {"hide-cell", "hide-input", "dropdown"}
 # ":::{dropdown} Solution to exercise 3" or "```{admonition} Solution to exercise 3" + ":class: dropdown"

@@ -242,7 +242,7 @@ def _check_page(browser, server: str, page_path: Path, mode: str = "light") -> l
                             f"e.g. {math['untypeset'][0]!r}")
         for snippet in page.evaluate(RAW_TEX_JS):
             problems.append(f"{rel}: raw TeX delimiter outside code: ...{snippet}...")
-        chapter = rel.startswith("book/") and (Path(rel).stem.startswith(("ch", "appendix")))
+        chapter = rel.startswith("book/") and (Path(rel).stem.startswith(("ch", "learn_", "appendix")))
         for img in page.evaluate(IMAGES_JS):
             if not img["ok"]:
                 problems.append(f"{rel}: image does not load: {img['src']}")
@@ -388,7 +388,7 @@ def test_book_pdf():
         pytest.skip("no built site in _build/html: run `jupyter-book build .` first")
     if not _pdf_required():
         pytest.skip("no PDF of the book: run .ci/build-pdf after `jupyter-book build .` (CI does)")
-    chapters = sorted((SITE / "book").glob("ch*.html")) + sorted((SITE / "book").glob("appendix*.html"))
+    chapters = sorted((SITE / "book").glob("ch*.html")) + sorted((SITE / "book").glob("learn_*.html")) + sorted((SITE / "book").glob("appendix*.html"))
     intro = SITE / "book" / "intro.html"
     hrefs = re.findall(r'href="([^"]+)"', intro.read_text(encoding="utf-8"))
     pdfs = [h for h in hrefs if h.endswith(".pdf")]
@@ -419,7 +419,7 @@ def test_downloads_offered():
         pytest.skip("no built site in _build/html: run `jupyter-book build .` first")
     import zipfile
 
-    chapters = sorted((SITE / "book").glob("ch*.html")) + sorted((SITE / "book").glob("appendix*.html"))
+    chapters = sorted((SITE / "book").glob("ch*.html")) + sorted((SITE / "book").glob("learn_*.html")) + sorted((SITE / "book").glob("appendix*.html"))
     assert chapters, "no chapter pages"
     problems = []
     for page in chapters:

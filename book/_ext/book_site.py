@@ -92,8 +92,9 @@ def _readme(app, notebooks: list[Path]) -> str:
     lines = [
         f"# The notebooks of \"{app.config.html_title or app.config.project}\"",
         "",
-        "Every chapter of the book as a Jupyter notebook, with the outputs the book shows",
-        "(`myst/` holds the same chapters as MyST Markdown, their jupytext pairs).",
+        "Every chapter of the book as a Jupyter notebook, with the outputs the book shows: the reader's",
+        "copy, whose text has the computed numbers written in and references as plain text",
+        "(`myst/` holds the chapters' MyST Markdown sources, their jupytext pairs).",
         "",
         "## Install",
         "",
@@ -144,8 +145,12 @@ def _write_downloads(app, exception) -> None:
             z.writestr(info, data)
 
         add("README.md", _readme(app, notebooks).encode())
-        for nb in notebooks:
-            add(nb.name, nb.read_bytes())
+        # each chapter's reader notebook (.ci/reader_notebooks.py) where the launch buttons find it,
+        # <path_to_book>/<docname>.ipynb; the executed chapter itself otherwise
+        reader = (app.config.html_theme_options or {}).get("path_to_docs", "").strip("/")
+        for d, nb in zip(sorted(docs, key=lambda d: Path(app.env.doc2path(d))), notebooks):
+            copy = Path(app.srcdir) / reader / f"{d}.ipynb"
+            add(nb.name, (copy if reader and copy.is_file() else nb).read_bytes())
         for pair in sorted(filter(None, pairs.values())):
             add(f"myst/{pair.name}", pair.read_bytes())
     pdf = Path(app.srcdir) / PDF_BUILD
