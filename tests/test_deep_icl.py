@@ -185,3 +185,13 @@ def test_a_recorded_step_size_is_used_without_a_search_and_must_be_a_candidate()
         dataclasses.replace(M.FIG3, searched_lr=0.02)
     with pytest.raises(ConfigError, match="searched_lr must be one of lrs"):  # no candidates: nothing was searched
         dataclasses.replace(M.FIG3, lrs=())
+
+
+def test_prose_lists_name_undecided_parts_as_undecided():
+    from mambaicl.analysis.claims import CLAIMS
+
+    good, bad, edge = [0.02, 0.05, 0.03], [0.95, 0.99, 0.97], [0.05, 0.45, 0.25]  # edge: interval across 0.25
+    j = CLAIMS["deep-icl"].judge(parts=[good, edge, bad], n_prompts=256)
+    texts = [p.text for p in CLAIMS["deep-icl"].criterion.parts]
+    assert j.parts_holding() == [texts[0]]
+    assert j.parts_failing() == [texts[1] + " (undecided)", texts[2]]

@@ -438,10 +438,16 @@ class Judgement:
         return [part_outcome(p.to_json(), m) for p, m in zip(self.claim.parts, self._part_jsons())]
 
     def parts_failing(self) -> list:
-        """The words of the parts that do not hold (fail or are undecided; ``all`` criteria), for the prose."""
+        """The words of the parts that do not hold (``all`` criteria), for the prose: a part that fails as it is
+        written, an undecided one followed by " (undecided)" so the prose never calls it a failure."""
         if self.claim.criterion.kind != "all":
             return []
-        return [p.text for p, o in zip(self.claim.parts, self.outcomes()) if o is not True]
+        return [p.text + ("" if o is False else " (undecided)")
+                for p, o in zip(self.claim.parts, self.outcomes()) if o is not True]
+
+    def parts_holding(self) -> list:
+        """The words of the parts that hold (``all`` criteria)."""
+        return [p.text for p, o in zip(self.claim.parts, self.outcomes()) if o is True]
 
     def parts_failed(self) -> list:
         """The words of the parts that fail (the whole interval on the wrong side)."""
