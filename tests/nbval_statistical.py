@@ -254,27 +254,29 @@ def _texts(outputs) -> list[tuple[str, str]]:
     return out
 
 
-def _coalesce(outputs) -> list:
-    """Adjacent stream outputs of one name merged (as nbval does before comparing)."""
-    merged = []
-    for o in outputs:
-        if merged and o.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
-                and merged[-1].get("name") == o.get("name"):
-            merged[-1] = dict(merged[-1], text=merged[-1]["text"] + o.get("text", ""))
+def _by_kind(outputs, sanitize) -> dict:
+    """kind -> the texts of that kind, in order; every stream of one name merged into one text, as nbval
+    does (stdout and displayed values arrive in an order that depends on timing, so only the order within
+    one kind is compared, as nbval compares)."""
+    grouped = {}
+    for kind, text in _texts(outputs):
+        if kind.startswith("stream:") and kind in grouped:
+            grouped[kind][0] += text
         else:
-            merged.append(dict(o))
-    return merged
+            grouped.setdefault(kind, []).append(text)
+    return {k: [sanitize(t) for t in v] for k, v in grouped.items()}
 
 
 def compare_outputs(fresh_outputs, stored_outputs, sanitize=lambda s: s) -> list[str]:
     """The reasons a statistically checked cell's fresh outputs are not within tolerance of the stored ones."""
-    tf = [(k, sanitize(t)) for k, t in _texts(_coalesce(fresh_outputs))]
-    ts = [(k, sanitize(t)) for k, t in _texts(_coalesce(stored_outputs))]
-    if [k for k, _ in tf] != [k for k, _ in ts]:
-        return [f"the outputs differ in kind or number: fresh {[k for k, _ in tf]}, stored {[k for k, _ in ts]}"]
+    tf, ts = _by_kind(fresh_outputs, sanitize), _by_kind(stored_outputs, sanitize)
+    shape_f, shape_s = {k: len(v) for k, v in tf.items()}, {k: len(v) for k, v in ts.items()}
+    if shape_f != shape_s:
+        return [f"the outputs differ in kind or number: fresh {shape_f}, stored {shape_s}"]
     errors = []
-    for n, ((kind, a), (_, b)) in enumerate(zip(tf, ts)):
-        errors += compare_texts(a, b, f"output {n} ({kind})")
+    for kind in ts:
+        for n, (a, b) in enumerate(zip(tf[kind], ts[kind])):
+            errors += compare_texts(a, b, f"{kind} output {n}")
     return errors
 
 

@@ -112,3 +112,13 @@ def test_nbval_plugin_end_to_end(tmp_path):
     _notebook(tmp_path / "c.ipynb", "error 0.330 ± 0.010")     # the stored value moved beyond 3 SE (0.042)
     bad = _run_nbval(tmp_path)
     assert bad.returncode == 1 and "beyond 3 standard errors" in bad.stdout, bad.stdout
+
+
+def test_streams_and_displays_compared_kind_by_kind_as_nbval_does():
+    out = lambda text: {"output_type": "stream", "name": "stdout", "text": text}  # noqa: E731
+    rec = lambda text: {"output_type": "display_data", "data": {"text/plain": text}}  # noqa: E731
+    stored = [out("a 0.50 ± 0.01\n"), rec("'x'"), out("b 2\n")]
+    fresh = [rec("'x'"), out("a 0.51 ± 0.01\nb 2\n")]          # the same, arriving in another order
+    assert nbs.compare_outputs(fresh, stored) == []
+    assert nbs.compare_outputs([rec("'y'"), out("a 0.51 ± 0.01\nb 2\n")], stored)   # a word changed
+    assert nbs.compare_outputs([out("a 0.51 ± 0.01\nb 2\n")], stored)               # an output missing
