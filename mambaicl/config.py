@@ -276,7 +276,7 @@ class TestConfig(Config):
 
 @dataclass(frozen=True)
 class TrainConfig(Config):
-    """One run of the training loop :func:`mambaicl.train.fit`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
+    """One run of the training loop :func:`mambaicl.train.train`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
 
     ``delta`` and ``m`` set the initialisation of the one-layer models of Section 2.
     """

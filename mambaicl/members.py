@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, runtime_checkable
 
 import torch
+from torch import nn
 
 from .config import (DEEP_KINDS, ONE_LAYER_KINDS, ConfigError, DataConfig, check_choice, check_instance, check_int,
                      check_real, check_seeds)
 from .seeding import torch_generator
 
-__all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "build_members"]
+__all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "MemberStack", "member_model",
+           "build_members"]
 
 
 @runtime_checkable
@@ -182,6 +184,36 @@ def _one_layer_kinds() -> tuple:
     return ONE_LAYER_KINDS + tuple(GATE_KINDS)
 
 
+class MemberStack(nn.Module):
+    """Separate models (one per member) run as one: ``P`` ``(n, batch, ...)`` -> ``F`` ``(n, batch)``.
+    For the deep kinds, whose layers have no member axis; each member keeps its own parameters.
+
+    Members listed in ``resting`` (members the engine has stopped) are not run: their output is 0.
+    """
+
+    def __init__(self, models: list) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(models)
+        self.resting: set = set()
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.members)
+
+    def forward(self, P) -> torch.Tensor:
+        out = {k: m(P[k]) for k, m in enumerate(self.members) if k not in self.resting}  # each (batch,)
+        if len(out) < len(self.members):
+            zero = next(iter(out.values())).detach().new_zeros(next(iter(out.values())).shape)
+            out = {k: out.get(k, zero) for k in range(len(self.members))}
+        return torch.stack([out[k] for k in range(len(self.members))])
+
+
+def member_model(model: nn.Module, i: int) -> nn.Module:
+    """Slot ``i`` of a stacked model: the deep model itself (:class:`MemberStack`), or a copy of its parameters
+    as a one-member model (a model with a member axis)."""
+    return model.members[i] if isinstance(model, MemberStack) else model.member(i)
+
+
 def build_members(group: list, device) -> torch.nn.Module:
     """The stacked model of one group of members (same :meth:`Member.model_key`)."""
     from .models import build_model
@@ -191,8 +223,6 @@ def build_members(group: list, device) -> torch.nn.Module:
     if m0.n_layers is None:
         return build_model(m0.kind, m0.data.d, generators=[torch_generator(m.seed, m.init) for m in group],
                            device=device, **kw)
-    from .train import MemberStack
-
     return MemberStack([build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, m.init),
                                     device=device, **kw) for m in group]).to(device)
 

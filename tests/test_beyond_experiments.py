@@ -14,7 +14,8 @@ from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generators
-from mambaicl.train import fit, synthetic_sampler, train
+from mambaicl.train import train
+from reference_kernels import algorithm_1
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"boundary": boundary, "gates": gates, "multiclass": multiclass, "regression": regression}
@@ -92,8 +93,8 @@ def test_boundary_grid_members_equal_separate_runs():
     seeds = (0, 2)
     stack, _ = boundary.trained_grid(pre, "mamba", pat, seeds)
     single = build_model("mamba", 30, m=31, generators=torch_generators(seeds, "init"))
-    fit(single, synthetic_sampler(pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6)),
-        seed=list(seeds), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr, progress=False)
+    algorithm_1(single, pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6),
+                torch_generators(seeds, "train"), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr)
     assert torch.allclose(stack.w.detach()[2:4], single.w.detach(), rtol=0, atol=1e-12)
 
 
@@ -164,8 +165,8 @@ def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
     stack = gates.as_gla(train(gates.family_members(pre, "mamba", pat, (0, 1)), pre.train["mamba"],
                                progress=False).models[0], GateConfig(family="mamba"))
     ref = build_gla(GateConfig(family="mamba"), 30, m=31, generators=torch_generators((0, 1), "init"))
-    fit(ref, synthetic_sampler(pat, pre.data, training_tasks(6)), seed=[0, 1], steps=8, batch_size=64,
-        lr=pre.train["mamba"].lr, progress=False)
+    algorithm_1(ref, pat, pre.data, training_tasks(6), torch_generators((0, 1), "train"), steps=8, batch_size=64,
+                lr=pre.train["mamba"].lr)
     for name, p in ref.named_parameters():
         assert torch.allclose(getattr(stack, name), p, rtol=0, atol=1e-12), name
 

@@ -222,7 +222,7 @@ def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int,
 class SumRecorder:
     """Records Corollary 1's two sums (means over ``pr``) of every layer during training.
 
-    Pass ``recorder.callback`` to :func:`mambaicl.train.fit`; call ``recorder.record(0, model)``
+    Pass ``recorder.callback`` to :func:`mambaicl.train.train`; call ``recorder.record(0, model)``
     once before training. ``steps`` are the numbers of updates after which to record (e.g.
     log-spaced, to see the early dynamics), or ``every`` records every ``every`` updates.
     """
@@ -243,7 +243,7 @@ class SumRecorder:
         self.other.append([float(o.mean()) for _, o in sums])
 
     def callback(self, step: int, model) -> None:
-        """``fit`` calls this after the update of step ``step`` (0-based): record after ``step + 1`` updates."""
+        """The engine calls this after the update of step ``step`` (0-based): record after ``step + 1`` updates."""
         n = step + 1
         if (self.at is not None and n in self.at) or (self.every is not None and n % self.every == 0):
             with torch.no_grad():

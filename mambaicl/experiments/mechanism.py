@@ -44,11 +44,11 @@ from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, c
 from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
-from ..members import build_members
-from ..train import Member, MemberStack, SyntheticData, train
+from ..members import build_members, member_model
+from ..train import EarlyStopping, Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 from ..analysis.stepsize import RecordedStep, search_seeds
-from .mechanism_fit import search_step_size, token_norms, train_to_plateau, validation_prompts
+from .mechanism_fit import search_step_size, token_norms, validation_loss, validation_prompts
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
@@ -154,7 +154,7 @@ def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
 def build(preset: MechanismPreset, seed: int, device=None) -> torch.nn.Module:
     """The untrained model of ``preset`` for seed ``seed`` (initial values from ``(seed, "init")``), as the engine
     builds it (:func:`seed_members`)."""
-    return _member(build_members(seed_members(preset, (seed,)), resolve_device(device)), 0)
+    return member_model(build_members(seed_members(preset, (seed,)), resolve_device(device)), 0)
 
 
 @dataclass
@@ -205,11 +205,6 @@ def seed_members(preset: MechanismPreset, seeds, lr: Optional[float] = None) -> 
             for s in resolve_seeds(seeds)]
 
 
-def _member(model, i: int) -> torch.nn.Module:
-    """Member ``i`` of the engine's stacked model: a copy (one-layer stack) or the deep model itself."""
-    return model.members[i] if isinstance(model, MemberStack) else model.member(i)
-
-
 def search(preset: MechanismPreset, reported, *, device=None):
     """The step-size search of ``preset`` (:func:`mambaicl.experiments.mechanism_fit.search_step_size`) over
     ``preset.lrs`` on ``preset.n_search`` seeds disjoint from ``reported``; ``None`` if ``preset.lrs`` is empty."""
@@ -228,7 +223,8 @@ def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, dev
     ``preset.steps_to_record`` (and before training, on the engine's initial model). Seed ``s`` starts from
     ``(s, "init")`` and trains on ``(s, "train")``, as it would alone; with ``preset.val_every`` every seed
     trains until its validation loss stops improving and keeps its best check
-    (:func:`mambaicl.experiments.mechanism_fit.train_to_plateau`). Returns one :class:`SeedRun` per seed."""
+    (the engine's early stopping, every seed checked on its own validation prompts, all stopping together when
+    none improves any more). Returns one :class:`SeedRun` per seed."""
     seeds = resolve_seeds(seeds)
     device = resolve_device(device)
     group = seed_members(preset, seeds, lr)
@@ -236,28 +232,29 @@ def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, dev
     recs = [SumRecorder(_sum_prompts(preset, pat, s), steps=preset.steps_to_record) for s in seeds]
     start = build_members(group, device)  # the initial models, as the engine builds them
     for i, rec in enumerate(recs):
-        rec.record(0, _member(start, i))
+        rec.record(0, member_model(start, i))
     at = set(preset.steps_to_record)
 
     def callback(step: int, model) -> None:  # record every member after the updates listed in ``at``
         if step + 1 in at:
             with torch.no_grad():
                 for i, rec in enumerate(recs):
-                    rec.record(step + 1, _member(model, i))
+                    rec.record(step + 1, member_model(model, i))
 
     if preset.val_every:
         data, _ = setting(preset)
         val = [validation_prompts(pat, data, s, preset.n_val) for s in seeds]
-        fit = train_to_plateau(group, preset.train, val, every=preset.val_every, patience=preset.patience,
-                               device=device, callback=callback, progress=progress)
-        return [SeedRun(model=_member(fit.model, i).eval(), history=None, recorder=rec, patterns=pat,
-                        best_step=fit.best_step[i], val_loss=fit.best_loss[i], stopped=fit.stopped,
-                        diverged=fit.diverged[i])
-                for i, rec in enumerate(recs)]
+        stop = EarlyStopping(every=preset.val_every, patience=preset.patience, initial=True, together=True)
+        trained = train(group, preset.train, device=device, progress=progress, record_every=max(preset.train.steps, 1),
+                        callback=callback, nonfinite="mark", stop=stop, validate=validation_loss(val, preset.train.loss))
+        stops = [trained.stopping(i) for i in range(len(seeds))]
+        return [SeedRun(model=trained.member_model(i).eval(), history=None, recorder=rec, patterns=pat,
+                        best_step=st.best_step, val_loss=st.best_loss, stopped=st.stopped_at, diverged=st.diverged)
+                for i, (rec, st) in enumerate(zip(recs, stops))]
     trained = train(group, preset.train, device=device, progress=progress, record_every=record_every,
                     callback=callback)
     model, hist = trained.model(0), trained.groups[0].history
-    return [SeedRun(model=_member(model, i).eval(), history=hist, recorder=rec, patterns=pat)
+    return [SeedRun(model=member_model(model, i).eval(), history=hist, recorder=rec, patterns=pat)
             for i, rec in enumerate(recs)]
 
 
