@@ -14,6 +14,8 @@ from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generators
+from mambaicl.analysis.stepsize import step_size_search
+from mambaicl.config import ConfigError
 from mambaicl.train import train
 from reference_kernels import algorithm_1
 
@@ -150,11 +152,13 @@ def test_boundary_effects_and_margins(tiny_results):
 
 def test_gate_search_seeds_are_disjoint_from_the_reported_ones():
     pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=5) for f, t in gates.TINY.train.items()})
-    r = gates.lr_search(pre, "retnet", lrs=(0.01, 0.1), n_val=50)
+    r = step_size_search(lrs=(0.01, 0.1), **gates.search_setup(pre, "retnet", n_val=50))
     assert len(r.seeds) == 3 and not set(r.seeds) & set(gates.DEFAULT_SEEDS)
     assert r.best in (0.01, 0.1) and len(r.per_seed) == 2
-    with pytest.raises(ValueError, match="^family must be one of"):
-        gates.lr_search(pre, "gla", n_val=50)
+    with pytest.raises(ConfigError, match="^family must be one of"):
+        gates.search_setup(pre, "gla", n_val=50)
+    with pytest.raises(ConfigError, match="^seeds must be disjoint from the reported seeds; both hold"):
+        step_size_search(lrs=(0.01,), **gates.search_setup(pre, "retnet", seeds=(2, 3), n_val=50))
 
 
 def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
@@ -177,7 +181,7 @@ def test_the_recorded_gate_step_sizes_are_what_the_search_chooses(family):
     """Chapter 7 trains the gate families with :data:`gates.SEARCHED_LR` instead of searching again: the search
     on the record's seeds (disjoint from the reported ones) must still choose exactly the recorded step size."""
     rec = gates.SEARCHED_LR[family]
-    found = gates.lr_search(gates.APP12, family, lrs=rec.lrs, seeds=rec.seeds)
+    found = step_size_search(lrs=rec.lrs, **gates.search_setup(gates.APP12, family, seeds=rec.seeds))
     assert found.best == rec.lr, (found.lrs, found.mean)
 
 
