@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import DataConfig
+from ..config import ConfigError, DataConfig
 
 __all__ = ["Patterns", "make_patterns", "test_outliers"]
 
@@ -62,7 +62,7 @@ def test_outliers(v: torch.Tensor, v_coeffs) -> torch.Tensor:
     """
     lam = torch.tensor(v_coeffs, dtype=v.dtype, device=v.device)  # (S, V)
     if lam.dim() != 2 or lam.shape[1] != v.shape[0]:
-        raise ValueError(f"v_coeffs must have shape (S, V) with V = {v.shape[0]}; got {tuple(lam.shape)}")
+        raise ConfigError(f"v_coeffs must have shape (S, V) with V = {v.shape[0]}; got {tuple(lam.shape)}")
     return lam @ v  # (S, d)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import (RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, TrainConfig, check_choice,
+from ..config import (RULES, ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, TrainConfig, check_choice,
                       check_int, check_reals, check_trains, choices, instance, integer, reals, synthetic_trains,
                       to_dict, trains)
 from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_groups, test_outliers,
@@ -75,7 +75,7 @@ class Fig2Preset(Preset):
             check_choice("train model kind", kind, ONE_LAYER_KINDS)
         check_trains("train", self.train, min_m=self.data.d)
         if len(self.test.v_coeffs[0]) != self.data.V:
-            raise ValueError(f"test.v_coeffs rows must have V = {self.data.V} entries; got {len(self.test.v_coeffs[0])}")
+            raise ConfigError(f"test.v_coeffs rows must have V = {self.data.V} entries; got {len(self.test.v_coeffs[0])}")
 
     @property
     def models(self) -> tuple:
@@ -282,7 +282,7 @@ def below_up_to(alphas, mean, se, n_seeds: int, level: float = 0.01) -> float:
     interval over ``n_seeds`` seeds, ``mean + t_{S-1} SE < level``, at each ``alpha`` from the first);
     ``nan`` if the first is not. With ``se`` = 0 this compares the means."""
     if not (len(alphas) == len(mean) == len(se)) or not len(alphas):
-        raise ValueError("alphas, mean and se must be non-empty and aligned; "
+        raise ConfigError("alphas, mean and se must be non-empty and aligned; "
                          f"got {len(alphas)}, {len(mean)}, {len(se)}")
     high = [interval_from_se(m, s, n_seeds).high for m, s in zip(mean, se)]
     return crossing(alphas, high, level, interpolate="before", never=float(alphas[-1]))
@@ -347,7 +347,7 @@ def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str 
     models, ``{lr: [[error of seed s at alphas[i]]]}``; seed ``s`` is tested on prompts from the streams
     ``(s, "eta-test/<rule>/<alpha>")``, the same for every step size. Needs a batched search."""
     if search.stack is None:
-        raise ValueError("eta_test_errors needs the stack of a batched search (search.stack is None)")
+        raise ConfigError("search must hold the stack of a batched search (eta_table); search.stack is None")
     pat = patterns(preset)
     S, K = len(search.seeds), len(search.lrs)
     member_seed = torch.arange(S).repeat(K)

@@ -28,7 +28,7 @@ from ..data.poisoning import SST2Source, sst2_prompts
 from ..evaluate import predict
 from ..seeding import torch_generator
 from ..train import EarlyStopping, Member, loss_per_model, members, train
-from ..config import TrainConfig
+from ..config import ConfigError, TrainConfig
 from .base import resolve_device, resolve_seeds
 
 __all__ = ["validation_prompts", "run_members", "budget", "trained_models"]
@@ -38,7 +38,7 @@ def validation_prompts(run, feat, cfg):
     """The fixed validation prompts of ``run`` (``run.n_val`` of them; the same for every seed): built like its
     training prompts, from ``feat.val`` (placement CQ for the curriculum's second phase)."""
     if feat.val is None:
-        raise ValueError("training until the validation loss stops needs the validation pool: "
+        raise ConfigError("feat.val must hold the validation pool to train until the validation loss stops: "
                          "prepare_features(cfg, with_val=True)")
     placement = "CQ" if run.curriculum else "R"
     return sst2_prompts(feat.val, run.n_val, l=cfg.l, alpha=run.p_a, placement=placement, rule="C",
