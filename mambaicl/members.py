@@ -30,7 +30,9 @@ class PromptSource(Protocol):
       ``P`` a tensor ``(S, batch, l+1, d+1)`` or a :class:`mambaicl.data.Prompts` ``(S, batch, ...)``
       and ``z`` ``(S, batch)``; batch ``s`` drawn from ``generators[s]`` only;
     * optionally ``stack_key``: members whose data have different keys never share a stack (e.g.
-      different patterns or prompt lengths, which cannot be concatenated).
+      different patterns or prompt lengths, which cannot be concatenated);
+    * optionally ``sample_at(step, batch, generators)``: draws that depend on the training step (a curriculum);
+      the engine calls it, with the step, instead of ``sample``.
 
     Equal data objects (``==``) share one draw per seed. :class:`SyntheticData` is Definition 1's;
     :class:`SampledData` wraps any ``sample`` function (regression, multiclass, SST-2 samplers).
@@ -44,8 +46,8 @@ class PromptSource(Protocol):
 class SyntheticData:
     """Definition 1 training prompts (:func:`mambaicl.data.training_prompts`) on fixed patterns.
 
-    Two are equal when they share the same :class:`~mambaicl.data.Patterns` object, the same
-    :class:`~mambaicl.config.DataConfig` and the same training tasks.
+    Two are equal when their :class:`~mambaicl.data.Patterns` are equal in value (:attr:`Patterns.key`), with the
+    same :class:`~mambaicl.config.DataConfig` and the same training tasks.
     """
 
     def __init__(self, pat, config: DataConfig, tasks: torch.Tensor | None = None) -> None:
@@ -54,7 +56,7 @@ class SyntheticData:
         self.pat = pat
         self.config = check_instance("data config", config, DataConfig)
         self.tasks = training_tasks(config.M1) if tasks is None else tasks
-        self._key = (id(pat), config, tuple(map(tuple, self.tasks.tolist())))
+        self._key = (pat.key, config, tuple(map(tuple, self.tasks.tolist())))
 
     @property
     def d(self) -> int:
@@ -62,7 +64,7 @@ class SyntheticData:
 
     @property
     def stack_key(self) -> tuple:
-        return (id(self.pat), self.config.l_tr)
+        return (self.pat.key, self.config.l_tr)
 
     def sample(self, batch: int, generators: list) -> tuple:
         from .data import training_prompts
@@ -255,10 +257,13 @@ class Draws:
             offset += len(seeds)
         self.index = torch.tensor([row[(m.data, st)] for m, st in zip(group, streams)])
         self.identity = offset == len(group) and bool((self.index == torch.arange(len(group))).all())
-        self.device = device
+        self.device, self.step = device, 0
 
     def __call__(self, batch: int) -> tuple:
-        parts = [data.sample(batch, gens) for data, gens in zip(self.sources, self.gens)]
+        """The batch of the next training step (steps counted from 0)."""
+        parts = [data.sample_at(self.step, batch, gens) if hasattr(data, "sample_at") else data.sample(batch, gens)
+                 for data, gens in zip(self.sources, self.gens)]
+        self.step += 1
         P, z = parts[0] if len(parts) == 1 else (_join([p for p, _ in parts]), torch.cat([z for _, z in parts]))
         if not self.identity:
             P, z = P[self.index], z[self.index]

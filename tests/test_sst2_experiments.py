@@ -75,7 +75,7 @@ def test_curriculum_source_switches_to_cq_at_half():
     source = SST2Source(feat.train, l=8, p_a=0.5, switch=5)
     gens = [torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)]
     for call in range(11):
-        P, z = source.sample(200, gens)
+        P, z = source.sample_at(call, 200, gens)
         assert P.shape == (2, 200, 9, 7) and z.shape == (2, 200)
         outl = P[..., :8, 1] > 2  # the phrase's coordinate
         count = outl.sum(-1, keepdim=True)

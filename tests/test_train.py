@@ -363,3 +363,11 @@ def test_checks_before_start_count_for_nothing():
 def test_early_stopping_rejects_bad_input(make, message):
     with pytest.raises(ConfigError, match=message):
         make()
+
+
+def test_synthetic_data_are_equal_by_value_of_their_patterns():
+    """Stacking and shared draws follow the patterns' values, not the Python object that holds them."""
+    twin = make_patterns(_DATA, torch_generator(0, "patterns"))  # the same numbers as _PAT, another object
+    other = make_patterns(_DATA, torch_generator(1, "patterns"))
+    assert twin is not _PAT and SyntheticData(twin, _DATA) == _D1 and hash(SyntheticData(twin, _DATA)) == hash(_D1)
+    assert SyntheticData(other, _DATA) != _D1 and SyntheticData(other, _DATA).stack_key != _D1.stack_key
