@@ -470,9 +470,9 @@ def test_names_and_vocabulary_are_validated_by_the_config_kit():
     with pytest.raises(ConfigError, match=r"^runs\[0\] must be a Run"):
         X.Table("t", ("mamba",))
     # the rule and placements are stored as the paper's letters; the long names are accepted aliases
-    t = dataclasses.replace(X.MAIN_TABLE, rule="flipped", placements=("far", "random", "close"))
+    t = dataclasses.replace(X.MAIN_TABLE, rule="flipped", placements=("far", "random position", "close"))
     assert t.rule == "A" and t.placements == ("FQ", "R", "CQ") and X.MAIN_TABLE.rule == "B"
     with pytest.raises(ConfigError, match="^rule must be one of"):
         dataclasses.replace(X.MAIN_TABLE, rule="D")
     with pytest.raises(ConfigError, match="^placements must be distinct"):
-        dataclasses.replace(X.MAIN_TABLE, placements=("R", "random"))
+        dataclasses.replace(X.MAIN_TABLE, placements=("R", "random position"))

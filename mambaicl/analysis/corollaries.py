@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from ..config import ConfigError, TestConfig, check_int, check_ints
+from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
 from .fits import decay_stats
@@ -179,7 +180,7 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
         median ``G_{h(1)}`` and mean distance of ``h(1)`` from the query (1 = adjacent).
     """
     out = {}
-    for placement in ("FQ", "R", "CQ"):
+    for placement in PLACEMENTS_FAR_TO_CLOSE:
         pr = test_prompts(pat, dataclasses.replace(test, placement=placement), tasks, n,
                           torch_generator(seed, "test/placement"))
         F = predict(model, pr.P)

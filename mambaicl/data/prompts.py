@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..config import ConfigError, DataConfig, TestConfig
+from ..config import RULES, ConfigError, DataConfig, TestConfig
 from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
@@ -257,7 +257,7 @@ def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
 
     ``R`` (random): each example independently with probability ``alpha`` (Eq. (5)). ``FQ`` /
     ``CQ``: the same Binomial(l, alpha) number of outliers, put on the examples farthest from /
-    closest to the query (§4.2). The display labels ``"random"``, ``"far"``, ``"close"`` are
+    closest to the query (§4.2). The display labels ``"random position"``, ``"far"``, ``"close"`` are
     accepted as aliases (:func:`mambaicl.config.placement_id`).
     """
     placement = placement_id(placement)
@@ -279,7 +279,7 @@ def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.T
         return torch.full_like(labels, float(target))
     if rule == "C":
         return (1.0 - 2.0 * (u_coin < 0.5).to(torch.float64)).to(labels.dtype)
-    raise ConfigError(f"rule must be one of ('A', 'B', 'C'); got {rule!r}")
+    raise ConfigError(f"rule must be one of {RULES}; got {rule!r}")
 
 
 def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, generator) -> Prompts:

@@ -47,7 +47,7 @@ from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENTS, RULES, Config,
 from ..data.features import linear_probe
 from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, SST2Source, sst2_prompts
 from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
-from ..data.vocabulary import PLACEMENT_LABELS, RULE_LABELS, placement_id, rule_id
+from ..data.vocabulary import PLACEMENT_LABELS, PLACEMENTS_FAR_TO_CLOSE, RULE_LABELS, placement_id, rule_id
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
 from ..train import loss_per_model
@@ -117,7 +117,7 @@ class Table(Config):
     name: str
     runs: Tuple[Run, ...]
     alphas: Tuple[float, ...] = reals((0.75,), 0.0, 1.0)
-    placements: Tuple[str, ...] = choices(("FQ", "R", "CQ"), PLACEMENTS + tuple(PLACEMENT_LABELS.values()))
+    placements: Tuple[str, ...] = choices(PLACEMENTS_FAR_TO_CLOSE, PLACEMENTS + tuple(PLACEMENT_LABELS.values()))
     rule: str = choice("B", RULES + tuple(RULE_LABELS.values()))  # Example 1: outliers labelled +1 (targeted)
     n_prompts: int = integer(2400, 1)  # per (alpha, placement, seed), same for every run: 12,000 per accuracy (5 seeds)
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
