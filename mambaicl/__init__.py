@@ -9,7 +9,9 @@ Layout (data flows one way)::
     config      validated configurations and the validator kit
     data        patterns, tasks, prompts (synthetic, §3.2); SST-2, poisoning, encoders (§4.2)
     models      Eq. (1) and (3), App. 12 gates, deep stacks, Mamba-1; build_model
-    train       fit: the one training loop (Algorithm 1 is its SGD + hinge preset)
+    members     what the engine trains: Member (seed, kind, data, step size), stacked models
+    convergence early stopping, the engine's one rule
+    train       train: the one training loop (Algorithm 1 is its SGD + hinge preset)
     evaluate    zero_one_error, test error, sweeps
     analysis    Lemma 3-6 probes, Corollary 1-2 measurements, theory, fits and statistics
     experiments one module per experiment of the book: presets, run(...) -> Result
@@ -29,7 +31,6 @@ from .models import (
     selective_scan,
     selective_scan_closed_form,
 )
-from .train import fit
 
 __version__ = "0.2.0"
 
@@ -40,7 +41,6 @@ __all__ = [
     "attention_scores",
     "build_model",
     "default_device",
-    "fit",
     "gate_grad_w",
     "gate_naive",
     "gate_values",

@@ -80,6 +80,7 @@ __all__ = [
     "PLACEMENTS",
     "RULE_LABELS",
     "PLACEMENT_LABELS",
+    "PLACEMENTS_FAR_TO_CLOSE",
     "OPTIMIZERS",
     "LOSSES",
     "V_PRIME_SECTION_4_1",
@@ -93,9 +94,10 @@ __all__ = [
 
 RULES = ("A", "B", "C")  # §4.1: (A) flipped, (B) one targeted label, (C) random
 PLACEMENTS = ("R", "FQ", "CQ")  # §4.2: outliers at random (R) / farthest from (FQ) / closest to (CQ) the query
+PLACEMENTS_FAR_TO_CLOSE = ("FQ", "R", "CQ")  # the same letters ordered by the outliers' distance to the query
 #: the display labels of the rules and placements (accepted as input aliases; :mod:`mambaicl.data.vocabulary`)
-RULE_LABELS = {"A": "flipped", "B": "targeted", "C": "random"}
-PLACEMENT_LABELS = {"R": "random", "FQ": "far", "CQ": "close"}
+RULE_LABELS = {"A": "flipped", "B": "targeted", "C": "random label"}
+PLACEMENT_LABELS = {"R": "random position", "FQ": "far", "CQ": "close"}
 OPTIMIZERS = ("sgd", "adam")
 ONE_LAYER_KINDS = ("mamba", "mamba_merged", "linear")  # Eq. (3); "linear" is G = 1 (Section 3.4)
 DEEP_KINDS = ("mamba", "linear", "softmax", "mamba1")  # residual stacks (§4, App. 8)
@@ -276,7 +278,7 @@ class TestConfig(Config):
 
 @dataclass(frozen=True)
 class TrainConfig(Config):
-    """One run of the training loop :func:`mambaicl.train.fit`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
+    """One run of the training loop :func:`mambaicl.train.train`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
 
     ``delta`` and ``m`` set the initialisation of the one-layer models of Section 2.
     """

@@ -1,204 +1,151 @@
-"""Training until the validation loss stops improving (early stopping), through the one engine.
+"""Early stopping: the engine's one rule for training until the validation score stops improving.
 
 Glossary:
 
 ==================  ====================================================================
-``every``           steps between two validation checks
-``patience``        a member has *converged* once ``patience`` checks in a row bring no new lowest
-                    validation loss; training stops when every member has converged (or at the
-                    configuration's ``steps``, whichever comes first)
-``best step``       the step of a member's lowest validation loss; the member is reported with the
-                    parameters it had then (its own snapshot)
+``validate``        ``validate(model_i, i) -> float``: member ``i``'s validation score (lower is better), on
+                    the caller's validation prompts (never test prompts)
+``every``           updates between two checks (a check also runs after the last update, ``steps``)
+``patience``        checks in a row without a new lowest score after which a member stops
+``start``           checks before update ``start`` are recorded but neither set a best nor count
+``initial``         also check the initial model (update 0), so a member may keep its initial parameters
+``together``        ``False``: each member stops on its own; ``True``: members train on until every one has gone
+                    ``patience`` checks without a new lowest score, and then all stop at that check
+``best_step``       the check with a member's lowest score: the member ends with its parameters of then
 ==================  ====================================================================
 
-Two entries share this rule: :func:`train_until_converged` (a caller's ``validate`` function; regression's
-three-layer models) and :func:`train_to_plateau` (validation prompts per member, the step-0 check, a member whose
-loss turns non-finite marked and frozen; the mechanism's deep stacks). The engine (:func:`mambaicl.train.train`)
-runs the loop; :func:`train_until_converged` watches it through the
-engine's ``callback`` and ends it early by raising :class:`_Converged` once every member has converged. The
-validation prompts are the caller's (drawn from streams disjoint from training and test), so the stopping
-rule never sees a test prompt. Deterministic: the same members and configuration stop at the same steps.
+:func:`mambaicl.train.train` with ``stop=EarlyStopping(...)`` and ``validate`` runs this rule on every group: a
+stopped member is *resting* (its parameters no longer move and a deep member is no longer run), the loop ends
+when every member rests (or after ``steps`` updates), and each member is given back its parameters of its best
+check. What happened is reported per member as a :class:`StopRecord` (``Trained.stopping(i)``). Deterministic:
+the same members stop at the same checks, and a member stops where it would stop alone.
 """
 from __future__ import annotations
 
 import copy
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
+from torch import nn
 
-from .config import ConfigError, TrainConfig, check_instance, check_int
-from .train import MemberStack, loss_per_model, train
+from .config import check_int
+from .members import MemberStack, member_model
 
-__all__ = ["Convergence", "train_until_converged", "Plateau", "train_to_plateau", "member_model", "validation_losses"]
+__all__ = ["EarlyStopping", "StopRecord", "Watch", "slot_state", "load_slot"]
 
 
-class _Converged(Exception):
-    """Raised from the engine's callback once every member has converged."""
+@dataclass(frozen=True)
+class EarlyStopping:
+    """When the engine checks the validation score and when a member stops (see the module's glossary)."""
+
+    every: int
+    patience: int
+    start: int = 0
+    initial: bool = False
+    together: bool = False
+
+    def __post_init__(self) -> None:
+        check_int("every", self.every, 1)
+        check_int("patience", self.patience, 1)
+        check_int("start", self.start, 0)
 
 
 @dataclass
-class Convergence:
-    """Per member: the step of its lowest validation loss, the step at which it converged (or the last step),
-    whether it converged before the step limit, and its validation losses at every check."""
+class StopRecord:
+    """One member's early stopping: its checks (update counts) and scores while it trained, its best check and
+    score, the update count at which it stopped, whether that was the cap (``capped``: still improving), and
+    whether its training loss or validation score turned non-finite (``diverged``)."""
 
-    best_step: list
-    stopped: list
-    converged: list
-    checks: list  # the steps at which validation ran
-    val_loss: list  # val_loss[k][c]: member k at checks[c]
-
-
-def train_until_converged(members: list, cfg: TrainConfig, validate, *, every: int, patience: int,
-                          stage: str = "train", device=None, progress: bool = False) -> tuple:
-    """Train ``members`` (one group of deep members, a :class:`mambaicl.train.MemberStack`) for at most
-    ``cfg.steps`` steps, checking ``validate(model_k, k) -> float`` (member ``k``'s validation loss) every
-    ``every`` steps, and return ``(models, Convergence)``: each member's model at its lowest validation loss.
-
-    A member converges once ``patience`` checks in a row bring no new lowest loss; training ends when all have
-    (raising inside the engine's callback), so a rerun stops at the same steps."""
-    check_instance("cfg", cfg, TrainConfig)
-    every, patience = check_int("every", every, 1), check_int("patience", patience, 1)
-    n = len(members)
-    best = [float("inf")] * n
-    best_step, stale = [0] * n, [0] * n
-    stopped, checks, losses = [None] * n, [], [[] for _ in range(n)]
-    snaps: list = [None] * n
-    held: dict = {}
-
-    def check(step: int, model) -> None:
-        if not isinstance(model, MemberStack) or len(model.members) != n:
-            raise ConfigError("train_until_converged needs one group of deep members (a MemberStack)")
-        held["model"] = model
-        checks.append(step)
-        with torch.no_grad():
-            for k, mod in enumerate(model.members):
-                v = float(validate(mod, k))
-                losses[k].append(v)
-                if stopped[k] is not None:
-                    continue
-                if v < best[k]:
-                    best[k], best_step[k], stale[k] = v, step, 0
-                    snaps[k] = copy.deepcopy(mod.state_dict())
-                else:
-                    stale[k] += 1
-                    if stale[k] >= patience:
-                        stopped[k] = step
-        if all(s is not None for s in stopped):
-            raise _Converged
-
-    def callback(step: int, model) -> None:  # after update number step + 1
-        if (step + 1) % every == 0:
-            check(step + 1, model)
-
-    try:
-        model = train(members, cfg, stage=stage, device=device, progress=progress, callback=callback).model(0)
-        if not checks or checks[-1] != cfg.steps:
-            check(cfg.steps, model)
-    except _Converged:
-        model = held["model"]
-    for k, mod in enumerate(model.members):
-        if snaps[k] is not None:
-            mod.load_state_dict(snaps[k])
-    conv = [s is not None for s in stopped]
-    return list(model.members), Convergence(best_step=best_step, stopped=[s if s is not None else cfg.steps
-                                                                          for s in stopped],
-                                            converged=conv, checks=checks, val_loss=losses)
+    steps: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    best_step: int | None = None
+    best_loss: float = math.inf
+    stopped_at: int | None = None
+    capped: bool = False
+    diverged: bool = False
 
 
-def member_model(model, i: int) -> torch.nn.Module:
-    """Member ``i`` of the engine's stacked model (a deep :class:`MemberStack` holds one model per member)."""
-    return model.members[i] if isinstance(model, MemberStack) else model.member(i)
+def slot_state(model: nn.Module, k: int) -> dict:
+    """A copy of slot ``k``'s parameters (and buffers) in a stacked model."""
+    if isinstance(model, MemberStack):
+        return copy.deepcopy(model.members[k].state_dict())
+    return {name: p[k].detach().clone() for name, p in model.named_parameters()}
 
 
-def validation_losses(model, val: list, loss: str) -> list:
-    """Per member ``i``: the mean ``loss`` of member ``i`` on its validation prompts ``val[i]``."""
-    out = []
+def load_slot(model: nn.Module, k: int, state: dict) -> None:
+    """Put :func:`slot_state`'s copy back into slot ``k``."""
+    if isinstance(model, MemberStack):
+        model.members[k].load_state_dict(state)
+        return
     with torch.no_grad():
-        for i, pr in enumerate(val):
-            F = member_model(model, i)(pr.P)  # (n,)
-            out.append(float(loss_per_model(loss, F, pr.z.to(F.dtype))))
-    return out
+        for name, p in model.named_parameters():
+            p[k].copy_(state[name])
 
 
-class _Stop(Exception):
-    """Raised by the plateau callback when every member has stopped improving."""
+class Watch:
+    """The rule of :class:`EarlyStopping` applied to one group of ``n`` members trained for at most ``cap`` updates.
 
+    ``check(t, model, slots)`` reads the score of every training member after ``t`` updates and decides who
+    stops; ``resting`` is the mask of stopped members (the engine freezes them); ``finish(model)`` gives each
+    member back its best parameters.
+    """
 
-@dataclass
-class Plateau:
-    """What :func:`train_to_plateau` returns: the stacked model (each member at its best check), the update
-    count each member kept (``best_step``), its validation loss there, the updates run (``stopped``) and the
-    validation curves (``checks``: update counts, ``curves[i]``: member ``i``'s losses)."""
+    def __init__(self, rule: EarlyStopping, validate: Callable, members: list, cap: int) -> None:
+        self.rule, self.validate, self.index, self.cap = rule, validate, list(members), cap
+        self.records = [StopRecord() for _ in self.index]
+        self.best: list = [None] * len(self.index)
+        self.waited = [0] * len(self.index)
+        self.resting = torch.zeros(len(self.index), dtype=torch.bool)
 
-    model: object = field(repr=False)
-    diverged: list  # per member: its loss turned non-finite (it stopped moving; it keeps its best check before)
-    best_step: list
-    best_loss: list
-    stopped: int
-    checks: list
-    curves: list
+    def due(self, t: int) -> bool:
+        """Whether a check runs after ``t`` updates."""
+        return t == self.cap or (t > 0 and t % self.rule.every == 0) or (t == 0 and self.rule.initial)
 
-
-def train_to_plateau(members: list, cfg: TrainConfig, val: list, *, every: int, patience: int, device=None,
-                     callback=None, progress: bool = False) -> Plateau:
-    """Train ``members`` in one engine call for at most ``cfg.steps`` updates; every ``every`` updates take each
-    member's loss on its validation prompts ``val[i]``; stop when every member has gone ``patience`` checks
-    without a new minimum, and give each member back its parameters of its best check (step 0 included).
-
-    ``callback(step, model)`` (e.g. Corollary 1's recorder) runs after every update, before the check. A member
-    whose loss turns non-finite stops moving (``nonfinite="mark"``), counts as not improving, keeps its best check
-    before that and is listed in ``Plateau.diverged``.
-    All members must form one group of the engine (one model kind and setting)."""
-    check_int("every", every, 1)
-    check_int("patience", patience, 1)
-    if len(val) != len(members):
-        raise ConfigError(f"val must hold one Prompts per member ({len(members)}); got {len(val)}")
-    if len({m.model_key() for m in members}) != 1:
-        raise ConfigError("train_to_plateau needs members of one engine group (same model_key)")
-    n = len(members)
-    state = {"best": [math.inf] * n, "step": [0] * n, "bad": [0] * n, "params": [None] * n, "model": None,
-             "checks": [], "curves": [[] for _ in range(n)], "stopped": cfg.steps, "diverged": [False] * n}
-
-    def check(step: int, model) -> None:
-        losses = validation_losses(model, val, cfg.loss)
-        state["checks"].append(step)
-        for i, v in enumerate(losses):
-            state["curves"][i].append(v)
-            if not math.isfinite(v):
-                state["diverged"][i] = True
-            if v < state["best"][i]:
-                state["best"][i], state["step"][i], state["bad"][i] = v, step, 0
-                state["params"][i] = copy.deepcopy(member_model(model, i).state_dict())
+    def check(self, t: int, model: nn.Module) -> None:
+        """Score every training member after ``t`` updates; keep each one's best; stop members by the rule."""
+        for k, rec in enumerate(self.records):
+            if rec.stopped_at is not None:
+                continue
+            with torch.no_grad():
+                v = float(self.validate(member_model(model, k), self.index[k]))
+            rec.steps.append(t)
+            rec.loss.append(v)
+            rec.diverged = rec.diverged or not math.isfinite(v)
+            if t < self.rule.start:
+                continue
+            if v < rec.best_loss:
+                rec.best_loss, rec.best_step, self.waited[k] = v, t, 0
+                self.best[k] = slot_state(model, k)
             else:
-                state["bad"][i] += 1
+                self.waited[k] += 1
+        self._decide(t)
 
-    def cb(step: int, model) -> None:
-        if state["model"] is None:
-            state["model"] = model
-        if callback is not None:
-            callback(step, model)
-        if (step + 1) % every == 0:
-            check(step + 1, model)
-            if min(state["bad"]) >= patience:
-                state["stopped"] = step + 1
-                raise _Stop
+    def _decide(self, t: int) -> None:
+        """Stop the members whose patience ran out (all at once when ``together``); at the cap, stop the rest."""
+        running = [k for k, r in enumerate(self.records) if r.stopped_at is None]
+        if self.rule.together:
+            done = running if running and min(self.waited[k] for k in running) >= self.rule.patience else []
+        else:
+            done = [k for k in running if self.waited[k] >= self.rule.patience]
+        for k in running:
+            if k in done or t == self.cap:
+                self.records[k].stopped_at, self.records[k].capped = t, k not in done
+                self.resting[k] = True
 
-    # step 0: the initial models, as the engine builds them
-    from .members import build_members
+    @property
+    def all_resting(self) -> bool:
+        return bool(self.resting.all())
 
-    check(0, build_members(list(members), torch.device(device if device is not None else "cpu")))
-    try:
-        trained = train(members, cfg, device=device, progress=progress, record_every=max(cfg.steps, 1),
-                        callback=cb, nonfinite="mark")
-        state["model"] = trained.groups[0].model
-        state["diverged"] = [a or b for a, b in zip(state["diverged"], trained.groups[0].dead)]
-    except _Stop:
-        pass
-    model = state["model"]
-    if model is None:  # cfg.steps == 0
-        raise ConfigError("train_to_plateau needs cfg.steps >= 1")
-    for i in range(n):
-        member_model(model, i).load_state_dict(state["params"][i])
-    return Plateau(model=model, diverged=list(state["diverged"]), best_step=list(state["step"]), best_loss=list(state["best"]),
-                   stopped=state["stopped"], checks=state["checks"], curves=state["curves"])
+    def finish(self, model: nn.Module, dead) -> list:
+        """Give every member its best check's parameters (a member never checked keeps its own); returns the records."""
+        for k, state in enumerate(self.best):
+            if state is not None:
+                load_slot(model, k, state)
+            if dead is not None:
+                self.records[k].diverged = self.records[k].diverged or bool(dead[k])
+        if isinstance(model, MemberStack):
+            model.resting = set()
+        return self.records
+

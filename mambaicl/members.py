@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, runtime_checkable
 
 import torch
+from torch import nn
 
 from .config import (DEEP_KINDS, ONE_LAYER_KINDS, ConfigError, DataConfig, check_choice, check_instance, check_int,
                      check_real, check_seeds)
 from .seeding import torch_generator
 
-__all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "build_members"]
+__all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "MemberStack", "member_model",
+           "build_members"]
 
 
 @runtime_checkable
@@ -28,7 +30,9 @@ class PromptSource(Protocol):
       ``P`` a tensor ``(S, batch, l+1, d+1)`` or a :class:`mambaicl.data.Prompts` ``(S, batch, ...)``
       and ``z`` ``(S, batch)``; batch ``s`` drawn from ``generators[s]`` only;
     * optionally ``stack_key``: members whose data have different keys never share a stack (e.g.
-      different patterns or prompt lengths, which cannot be concatenated).
+      different patterns or prompt lengths, which cannot be concatenated);
+    * optionally ``sample_at(step, batch, generators)``: draws that depend on the training step (a curriculum);
+      the engine calls it, with the step, instead of ``sample``.
 
     Equal data objects (``==``) share one draw per seed. :class:`SyntheticData` is Definition 1's;
     :class:`SampledData` wraps any ``sample`` function (regression, multiclass, SST-2 samplers).
@@ -42,8 +46,8 @@ class PromptSource(Protocol):
 class SyntheticData:
     """Definition 1 training prompts (:func:`mambaicl.data.training_prompts`) on fixed patterns.
 
-    Two are equal when they share the same :class:`~mambaicl.data.Patterns` object, the same
-    :class:`~mambaicl.config.DataConfig` and the same training tasks.
+    Two are equal when their :class:`~mambaicl.data.Patterns` are equal in value (:attr:`Patterns.key`), with the
+    same :class:`~mambaicl.config.DataConfig` and the same training tasks.
     """
 
     def __init__(self, pat, config: DataConfig, tasks: torch.Tensor | None = None) -> None:
@@ -52,7 +56,7 @@ class SyntheticData:
         self.pat = pat
         self.config = check_instance("data config", config, DataConfig)
         self.tasks = training_tasks(config.M1) if tasks is None else tasks
-        self._key = (id(pat), config, tuple(map(tuple, self.tasks.tolist())))
+        self._key = (pat.key, config, tuple(map(tuple, self.tasks.tolist())))
 
     @property
     def d(self) -> int:
@@ -60,7 +64,7 @@ class SyntheticData:
 
     @property
     def stack_key(self) -> tuple:
-        return (id(self.pat), self.config.l_tr)
+        return (self.pat.key, self.config.l_tr)
 
     def sample(self, batch: int, generators: list) -> tuple:
         from .data import training_prompts
@@ -182,6 +186,36 @@ def _one_layer_kinds() -> tuple:
     return ONE_LAYER_KINDS + tuple(GATE_KINDS)
 
 
+class MemberStack(nn.Module):
+    """Separate models (one per member) run as one: ``P`` ``(n, batch, ...)`` -> ``F`` ``(n, batch)``.
+    For the deep kinds, whose layers have no member axis; each member keeps its own parameters.
+
+    Members listed in ``resting`` (members the engine has stopped) are not run: their output is 0.
+    """
+
+    def __init__(self, models: list) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(models)
+        self.resting: set = set()
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.members)
+
+    def forward(self, P) -> torch.Tensor:
+        out = {k: m(P[k]) for k, m in enumerate(self.members) if k not in self.resting}  # each (batch,)
+        if len(out) < len(self.members):
+            zero = next(iter(out.values())).detach().new_zeros(next(iter(out.values())).shape)
+            out = {k: out.get(k, zero) for k in range(len(self.members))}
+        return torch.stack([out[k] for k in range(len(self.members))])
+
+
+def member_model(model: nn.Module, i: int) -> nn.Module:
+    """Slot ``i`` of a stacked model: the deep model itself (:class:`MemberStack`), or a copy of its parameters
+    as a one-member model (a model with a member axis)."""
+    return model.members[i] if isinstance(model, MemberStack) else model.member(i)
+
+
 def build_members(group: list, device) -> torch.nn.Module:
     """The stacked model of one group of members (same :meth:`Member.model_key`)."""
     from .models import build_model
@@ -191,8 +225,6 @@ def build_members(group: list, device) -> torch.nn.Module:
     if m0.n_layers is None:
         return build_model(m0.kind, m0.data.d, generators=[torch_generator(m.seed, m.init) for m in group],
                            device=device, **kw)
-    from .train import MemberStack
-
     return MemberStack([build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, m.init),
                                     device=device, **kw) for m in group]).to(device)
 
@@ -225,10 +257,13 @@ class Draws:
             offset += len(seeds)
         self.index = torch.tensor([row[(m.data, st)] for m, st in zip(group, streams)])
         self.identity = offset == len(group) and bool((self.index == torch.arange(len(group))).all())
-        self.device = device
+        self.device, self.step = device, 0
 
     def __call__(self, batch: int) -> tuple:
-        parts = [data.sample(batch, gens) for data, gens in zip(self.sources, self.gens)]
+        """The batch of the next training step (steps counted from 0)."""
+        parts = [data.sample_at(self.step, batch, gens) if hasattr(data, "sample_at") else data.sample(batch, gens)
+                 for data, gens in zip(self.sources, self.gens)]
+        self.step += 1
         P, z = parts[0] if len(parts) == 1 else (_join([p for p, _ in parts]), torch.cat([z for _, z in parts]))
         if not self.identity:
             P, z = P[self.index], z[self.index]

@@ -15,11 +15,11 @@ import torch
 
 from .config import ConfigError
 
-__all__ = ["zero_one_error"]
+__all__ = ["zero_one_error", "wrong"]
 
 
-def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> float:
-    """Fraction of prompts with ``z * F <= 0`` or a non-finite ``F`` (ties and NaN/inf are errors).
+def wrong(F: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """Per prompt, whether it is an error: ``z * F <= 0`` or a non-finite ``F`` (a bool tensor of ``F``'s shape).
 
     Args:
         F: model outputs, any shape; z: labels in {+1, -1} of the same shape.
@@ -27,5 +27,10 @@ def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> float:
     F, z = torch.as_tensor(F), torch.as_tensor(z)
     if F.shape != z.shape or F.numel() == 0:
         raise ConfigError(f"F and z must have the same non-empty shape; got {tuple(F.shape)} and {tuple(z.shape)}")
-    wrong = ~(z.to(F.dtype) * F > 0) | ~torch.isfinite(F)
-    return float(wrong.double().mean())
+    return ~(z.to(F.dtype) * F > 0) | ~torch.isfinite(F)
+
+
+def zero_one_error(F: torch.Tensor, z: torch.Tensor) -> float:
+    """Fraction of prompts with ``z * F <= 0`` or a non-finite ``F`` (ties and NaN/inf are errors): the mean of
+    :func:`wrong`."""
+    return float(wrong(F, z).double().mean())

@@ -22,12 +22,14 @@ member's mean loss, so that every member gets exactly its own gradient. Three me
   made by its own ``data``: exactly those of a run of that member alone, whatever the other members'
   data (equal data objects share one draw per seed);
 * :class:`StepSizes`, the per-member step size along the member axis;
-* the non-finite check, which names the member (seed, lr, kind).
+* the non-finite check, which names the member (seed, lr, kind);
+* early stopping (:mod:`mambaicl.convergence`): ``train(..., stop=EarlyStopping(...), validate=...)`` checks each
+  member's validation score, stops (freezes) each member whose score stopped improving, ends the loop when all
+  have stopped and gives each its parameters of its best check.
 
 A test trains every model kind of :func:`mambaicl.models.build_model` in a batch and alone and finds
 the same parameters (``tests/test_train.py``). :data:`ALGORITHM_1` (plain SGD on the hinge loss over fresh
-prompts at every step, ``N = B T``) is a preset of the loop, not a second loop. :func:`fit` runs the same
-loop on one given model (kept for the experiments not yet converted).
+prompts at every step, ``N = B T``) is a preset of the loop, not a second loop.
 
     members = [Member(seed=s, kind="mamba", data=SyntheticData(pat, cfg_data), lr=1.0, m=31, delta=0.2)
                for s in (0, 1, 2)]
@@ -45,17 +47,16 @@ import torch.nn.functional as F_
 from torch import nn
 from tqdm.auto import tqdm
 
-from .config import (LOSSES, OPTIMIZERS, ConfigError, TrainConfig, check_choice, check_instance, check_int,
-                     check_ints, check_real, check_seeds)
-from .members import (Draws, Member, PromptSource, SampledData, SyntheticData, build_members,
-                      members)
-from .seeding import torch_generator
+from .config import LOSSES, OPTIMIZERS, ConfigError, TrainConfig, check_choice, check_instance, check_int, check_ints
+from .convergence import EarlyStopping, StopRecord, Watch
+from .members import (Draws, Member, MemberStack, PromptSource, SampledData, SyntheticData, build_members,
+                      member_model, members)
 
 __all__ = ["LOSSES", "OPTIMIZERS", "ALGORITHM_1", "TrainHistory", "Member", "members", "PromptSource", "SyntheticData",
-           "SampledData", "MemberStack", "Draws", "StepSizes", "Group", "Trained", "train", "fit", "fit_kwargs",
-           "loss_per_model", "hinge_loss", "logistic_loss", "squared_loss", "synthetic_sampler"]
+           "SampledData", "MemberStack", "member_model", "Draws", "StepSizes", "EarlyStopping", "StopRecord", "Group",
+           "Trained", "train", "loss_per_model", "hinge_loss", "logistic_loss", "squared_loss"]
 
-#: Algorithm 1 of Li et al. (2025) as a preset of :func:`fit`: plain SGD on the hinge loss.
+#: Algorithm 1 of Li et al. (2025) as a preset of :func:`train`'s configuration: plain SGD on the hinge loss.
 ALGORITHM_1 = {"optimizer": "sgd", "loss": "hinge"}
 
 
@@ -113,29 +114,16 @@ def _record(history: TrainHistory, step: int, per_model: torch.Tensor, model: nn
 # ---------------------------------------------------------------- the engine: members trained as one stack
 
 
-class MemberStack(nn.Module):
-    """Separate models (one per member) run as one: ``P`` ``(n, batch, ...)`` -> ``F`` ``(n, batch)``.
-    For the deep kinds, whose layers have no member axis; each member keeps its own parameters."""
-
-    def __init__(self, models: list) -> None:
-        super().__init__()
-        self.members = nn.ModuleList(models)
-
-    @property
-    def n_seeds(self) -> int:
-        return len(self.members)
-
-    def forward(self, P) -> torch.Tensor:
-        return torch.stack([m(P[k]) for k, m in enumerate(self.members)])
-
-
 class StepSizes:
-    """The one per-member step-size mechanism: member ``k`` moves by its own ``lrs[k]``.
+    """The one per-member step-size mechanism: member ``k`` moves by its own ``lrs[k]``; members in ``frozen``
+    do not move.
 
-    Separate models (:class:`MemberStack`): one optimizer parameter group per member (exact). Stacked
-    parameters (member axis first): one step size for all when they are equal (exactly ``torch.optim``),
-    else SGD on gradients scaled by ``lrs[k]`` along the member axis, or Adam at step 1 whose update is
-    then scaled by ``lrs[k]`` (equal to a run alone up to rounding). Members in ``dead`` do not move.
+    * Separate models (:class:`MemberStack`): one optimizer parameter group per member, with its own ``lr``
+      (exactly ``torch.optim``); a frozen member's gradients are dropped, so the optimizer skips it.
+    * Stacked parameters (member axis first), equal step sizes: one optimizer with that ``lr`` (exactly
+      ``torch.optim``).
+    * Stacked parameters, different step sizes: one optimizer with ``lr = 1`` and each member's move scaled by
+      its own ``lrs[k]`` (:meth:`_scaled_step`).
     """
 
     def __init__(self, model: nn.Module, lrs: list, optimizer: str) -> None:
@@ -158,32 +146,43 @@ class StepSizes:
             self.opt = cls(self.params, lr=1.0)
             self.scale = torch.tensor(lrs, dtype=torch.float64)
 
-    def __call__(self, total: torch.Tensor, dead: torch.Tensor | None = None) -> None:
+    def __call__(self, total: torch.Tensor, frozen: torch.Tensor | None = None) -> None:
+        """Backpropagate ``total`` (the sum of the members' losses) and move every member not ``frozen``."""
         self.opt.zero_grad(set_to_none=True)
         total.backward()
-        if dead is not None and bool(dead.any()):
-            with torch.no_grad():
-                if self.per_member is not None:
-                    for k in dead.nonzero().flatten().tolist():
-                        for p in self.per_member[k]:
-                            p.grad = None
-                else:
-                    for p in self.params:
-                        p.grad[dead.to(p.device)] = 0
-        if self.scale is None:
+        frozen = frozen if frozen is not None and bool(frozen.any()) else None
+        if self.per_member is not None:
+            for k in ([] if frozen is None else frozen.nonzero().flatten().tolist()):
+                for p in self.per_member[k]:
+                    p.grad = None  # the optimizer skips a parameter without a gradient
             self.opt.step()
             return
+        kept = None if frozen is None else [p.detach()[frozen.to(p.device)].clone() for p in self.params]
+        if kept is not None:
+            for p in self.params:
+                p.grad[frozen.to(p.device)] = 0
+        self._scaled_step() if self.scale is not None else self.opt.step()
+        if kept is not None:
+            with torch.no_grad():
+                for p, v in zip(self.params, kept):
+                    p[frozen.to(p.device)] = v  # Adam moves even on a zero gradient (its momentum)
+
+    def _scaled_step(self) -> None:
+        """Different step sizes on stacked parameters. SGD: the gradient of member ``k`` times ``lrs[k]``, then a
+        step of size 1 (exact). Adam: Adam's step ``d_k`` at step size 1, then member ``k`` moved by
+        ``lrs[k] d_k`` instead (Adam's step is proportional to its step size, so this is Adam at ``lrs[k]`` up to
+        rounding)."""
         with torch.no_grad():
             views = [self.scale.to(p.device, p.dtype).view(-1, *([1] * (p.dim() - 1))) for p in self.params]
             if self.optimizer == "sgd":
                 for p, c in zip(self.params, views):
                     p.grad.mul_(c)
                 self.opt.step()
-            else:
-                before = [p.detach().clone() for p in self.params]
-                self.opt.step()
-                for p, b, c in zip(self.params, before, views):
-                    p.copy_(b + c * (p - b))
+                return
+            before = [p.detach().clone() for p in self.params]
+            self.opt.step()  # p = before + d (step size 1)
+            for p, b, c in zip(self.params, before, views):
+                p.copy_(b + c * (p - b))  # p = before + lrs[k] d
 
 
 def _recorder(record_every, steps: int) -> Callable[[int], bool]:
@@ -196,14 +195,18 @@ def _recorder(record_every, steps: int) -> Callable[[int], bool]:
 
 def _loop(model: nn.Module, draw: Callable, update: Callable, *, steps: int, batch_size: int, loss: str,
           record: Callable[[int], bool], probes, progress: bool, desc: str, name: Callable, mark: bool = False,
-          callback=None) -> tuple:
+          callback=None, watch: Watch | None = None) -> tuple:
     """The one training loop: at each step draw a batch, take every member's loss, record, update.
 
     ``loss[k]`` of the history is the loss of the batch drawn at ``steps[k]``, before that step's
-    update; probes see the model after ``steps[k]`` updates. Returns ``(history, dead)``, ``dead``
-    the members whose loss turned non-finite (``mark=True``; else the first such loss raises).
+    update; probes see the model after ``steps[k]`` updates. With a ``watch`` (early stopping), its checks
+    run after the updates it names (and on the initial model if it asks), stopped members rest, and the loop
+    ends when all rest. Returns ``(history, dead)``, ``dead`` the members whose loss turned non-finite
+    (``mark=True``; else the first such loss raises).
     """
     history, dead = TrainHistory(), None
+    if watch is not None and watch.due(0):
+        _watch(watch, 0, model)
     for step in tqdm(range(steps + 1), desc=desc, disable=not progress, mininterval=1.0):
         P, z = draw(batch_size)
         F = model(P)
@@ -220,10 +223,27 @@ def _loop(model: nn.Module, draw: Callable, update: Callable, *, steps: int, bat
         if step == steps:
             break
         update(per_model.sum() if dead is None else torch.where(dead, torch.zeros_like(per_model), per_model).sum(),
-               dead)
+               _frozen(dead, watch))
         if callback is not None:
             callback(step, model)
+        if watch is not None and watch.due(step + 1) and _watch(watch, step + 1, model):
+            break
     return history, dead
+
+
+def _watch(watch: Watch, t: int, model: nn.Module) -> bool:
+    """Run the early-stopping check after ``t`` updates; rest the stopped members; whether all rest."""
+    watch.check(t, model)
+    if isinstance(model, MemberStack):
+        model.resting = set(watch.resting.nonzero().flatten().tolist())
+    return watch.all_resting
+
+
+def _frozen(dead: torch.Tensor | None, watch: Watch | None) -> torch.Tensor | None:
+    """The members that must not move: those whose loss turned non-finite and those that early stopping stopped."""
+    if watch is None or not bool(watch.resting.any()):
+        return dead
+    return watch.resting.to(dead.device) | dead if dead is not None else watch.resting
 
 
 @dataclass
@@ -234,6 +254,7 @@ class Group:
     model: nn.Module
     history: TrainHistory
     dead: list  # per slot: True if its loss turned non-finite (train(..., nonfinite="mark"))
+    stops: list | None = None  # per slot: its StopRecord (train(..., stop=...))
 
 
 @dataclass
@@ -257,6 +278,11 @@ class Trained:
     def slot(self, i: int) -> int:
         return self.locate(i)[1]
 
+    def member_model(self, i: int) -> nn.Module:
+        """Member ``i`` alone: its deep model, or a one-member copy of a stacked model's slot."""
+        g, k = self.locate(i)
+        return member_model(g.model, k)
+
     def losses(self, i: int) -> list:
         """Member ``i``'s recorded batch losses (at ``self.locate(i)[0].history.steps``)."""
         g, k = self.locate(i)
@@ -265,6 +291,13 @@ class Trained:
     def diverged(self, i: int) -> bool:
         g, k = self.locate(i)
         return g.dead[k]
+
+    def stopping(self, i: int) -> StopRecord:
+        """Member ``i``'s early stopping (``train(..., stop=...)``)."""
+        g, k = self.locate(i)
+        if g.stops is None:
+            raise ConfigError("stopping needs a training run with early stopping: train(..., stop=EarlyStopping(...))")
+        return g.stops[k]
 
     @property
     def models(self) -> list:
@@ -281,9 +314,25 @@ def _freeze(model: nn.Module, names) -> None:
             params[name].requires_grad_(False)
 
 
+def _check_call(members: list, cfg, stage, nonfinite, stop, validate) -> None:
+    if not members:
+        raise ConfigError("members must hold at least one Member")
+    for m in members:
+        check_instance("member", m, Member)
+    check_instance("cfg", cfg, TrainConfig)
+    check_choice("nonfinite", nonfinite, ("raise", "mark"))
+    if not isinstance(stage, str) or not stage:
+        raise ConfigError(f"stage must be a non-empty string; got {stage!r}")
+    if stop is not None:
+        check_instance("stop", stop, EarlyStopping)
+        if not callable(validate):
+            raise ConfigError(f"validate must be a function validate(model, i) -> float with stop; got {validate!r}")
+
+
 def train(members: Sequence[Member], cfg: TrainConfig, *, stage: str = "train", device=None, progress: bool = True,
           record_every=10, probes: dict | None = None, freeze: tuple = (), nonfinite: str = "raise",
-          callback: Callable | None = None) -> Trained:
+          callback: Callable | None = None, stop: EarlyStopping | None = None,
+          validate: Callable | None = None) -> Trained:
     """Train every member; members with equal :meth:`Member.model_key` form one stacked model trained by one loop.
 
     Each group's model is ``build_model`` with one init generator ``(seed, "init")`` per member (deep
@@ -293,8 +342,7 @@ def train(members: Sequence[Member], cfg: TrainConfig, *, stage: str = "train", 
 
     Args:
         members: :class:`Member` objects (order kept: group slots follow it).
-        cfg: ``steps``, ``batch_size``, ``optimizer`` and ``loss`` of the loop (its ``lr``, ``m``,
-            ``delta`` are *not* read: they are the members').
+        cfg: ``steps``, ``batch_size``, ``optimizer`` and ``loss`` of the loop (the step sizes are the members').
         stage: the stream name of the training prompts.
         device: where models and batches live (default CPU).
         record_every: an interval (step 0 and the last included) or the list of steps to record at.
@@ -304,16 +352,12 @@ def train(members: Sequence[Member], cfg: TrainConfig, *, stage: str = "train", 
         nonfinite: ``"raise"``: a non-finite loss or output raises ``FloatingPointError`` naming the member
             (seed, lr, kind); ``"mark"``: that member stops moving and ``Group.dead`` says so.
         callback: ``callback(step, model)`` after every update of each group.
+        stop: early stopping (:class:`mambaicl.convergence.EarlyStopping`): members stop when ``validate(model_i,
+            i)`` (member ``i``'s validation score, lower is better) stops improving and end at their best check;
+            :meth:`Trained.stopping` reports each member's :class:`~mambaicl.convergence.StopRecord`.
     """
     members = list(members)
-    if not members:
-        raise ConfigError("members must hold at least one Member")
-    for m in members:
-        check_instance("member", m, Member)
-    check_instance("cfg", cfg, TrainConfig)
-    check_choice("nonfinite", nonfinite, ("raise", "mark"))
-    if not isinstance(stage, str) or not stage:
-        raise ConfigError(f"stage must be a non-empty string; got {stage!r}")
+    _check_call(members, cfg, stage, nonfinite, stop, validate)
     device = torch.device(device if device is not None else "cpu")
     record = _recorder(record_every, cfg.steps)
     by_key: dict = {}
@@ -325,77 +369,13 @@ def train(members: Sequence[Member], cfg: TrainConfig, *, stage: str = "train", 
         model = build_members(group, device)
         _freeze(model, freeze)
         update = StepSizes(model, [m.lr for m in group], cfg.optimizer)
+        watch = None if stop is None else Watch(stop, validate, idx, cfg.steps)
         history, dead = _loop(model, Draws(group, stage, device), update, steps=cfg.steps, batch_size=cfg.batch_size,
                               loss=cfg.loss, record=record, probes=probes, progress=progress,
                               desc=f"{group[0].kind} x{len(group)} {cfg.optimizer}/{cfg.loss}",
                               name=lambda bad, g=group: "member " + g[int(bad.nonzero()[0])].label(),
-                              mark=nonfinite == "mark", callback=callback)
+                              mark=nonfinite == "mark", callback=callback, watch=watch)
         groups.append(Group(members=list(idx), model=model, history=history,
-                            dead=[False] * len(idx) if dead is None else dead.tolist()))
+                            dead=[False] * len(idx) if dead is None else dead.tolist(),
+                            stops=None if watch is None else watch.finish(model, dead)))
     return Trained(members=members, groups=groups)
-
-
-def fit(model: nn.Module, sample_batch: Callable, *, steps: int, batch_size: int, lr: float,
-        optimizer: str = "sgd", loss: str = "hinge", seed: int | Sequence[int] = 0, stage: str = "train",
-        device=None, record_every: int = 10, probes: dict[str, Callable[[nn.Module], float]] | None = None,
-        progress: bool = True, callback: Callable[[int, nn.Module], None] | None = None) -> TrainHistory:
-    """Train one given ``model`` in place by the engine's loop (:func:`_loop`) on ``sample_batch``'s draws.
-
-    ``sample_batch(batch_size, generator)`` draws from the stream ``(seed, stage)`` (a list of generators
-    when ``seed`` is a list); one step size ``lr`` for the whole model. Prefer :func:`train`.
-
-    Raises:
-        FloatingPointError: at the first non-finite loss, naming the step, ``lr`` and the seed.
-    """
-    check_int("steps", steps, 0)
-    check_int("batch_size", batch_size, 1)
-    check_real("lr", lr, 0.0, low_open=True)
-    check_choice("optimizer", optimizer, OPTIMIZERS)
-    check_choice("loss", loss, LOSSES)
-    device = next(model.parameters()).device if device is None else torch.device(device)
-    model.to(device)
-    opt = (torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam)(
-        [p for p in model.parameters() if p.requires_grad], lr=lr)
-    if isinstance(seed, (list, tuple)):
-        generator = [torch_generator(s, stage) for s in check_seeds("seed", seed)]
-    else:
-        generator = torch_generator(check_int("seed", seed, 0), stage)
-
-    def draw(batch: int) -> tuple:
-        P, z = sample_batch(batch, generator)
-        return P.to(device), z.to(device)
-
-    def update(total: torch.Tensor, dead) -> None:
-        opt.zero_grad(set_to_none=True)
-        total.backward()
-        opt.step()
-
-    def name(bad: torch.Tensor) -> str:
-        if bad.dim() == 0:
-            return f"lr = {lr}"
-        k = int(bad.flatten().nonzero()[0])
-        seeds = list(seed) if isinstance(seed, (list, tuple)) else []
-        return f"lr = {lr}, seed {seeds[k]}" if bad.dim() == 1 and k < len(seeds) == bad.numel() else \
-            f"lr = {lr}, stacked model {k}"
-
-    history, _ = _loop(model, draw, update, steps=steps, batch_size=batch_size, loss=loss,
-                       record=_recorder(record_every, steps), probes=probes, progress=progress,
-                       desc=f"{optimizer}/{loss}", name=name, callback=callback)
-    return history
-
-
-def fit_kwargs(cfg: TrainConfig) -> dict:
-    """``steps``, ``batch_size``, ``lr``, ``optimizer``, ``loss`` of a :class:`TrainConfig`, for :func:`fit`."""
-    return {"steps": cfg.steps, "batch_size": cfg.batch_size, "lr": cfg.lr, "optimizer": cfg.optimizer,
-            "loss": cfg.loss}
-
-
-def synthetic_sampler(pat, data, tasks) -> Callable:
-    """``sample_batch`` of Definition 1 training prompts (:func:`mambaicl.data.training_prompts`) for :func:`fit`."""
-    from .data import training_prompts
-
-    def sample(batch: int, generator):
-        pr = training_prompts(pat, data, tasks, batch, generator)
-        return pr, pr.z
-
-    return sample

@@ -65,3 +65,20 @@ def attention_heads_seq(u, W_B, W_C, softmax: bool) -> torch.Tensor:
         a = torch.softmax(torch.einsum("bhsm,bhm->bhs", keys, q) / math.sqrt(m), dim=-1)  # (batch, H, t+1)
         outs.append(torch.einsum("bhs,bsd->bhd", a, u[:, : t + 1]))
     return torch.stack(outs, dim=2)  # (batch, H, L, D)
+
+
+def algorithm_1(model, pat, data, tasks, generators, *, steps: int, batch_size: int, lr: float, callback=None):
+    """Algorithm 1 of Li et al. (2025) written out on one given model: at each step, fresh Definition 1 prompts
+    from ``generators`` (one per seed of a stack, or one generator), the mean hinge loss, and a plain
+    ``torch.optim.SGD`` step (a stack's seeds summed). ``callback(step, model)`` after each update."""
+    from mambaicl.data import training_prompts
+
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
+    for step in range(steps):
+        pr = training_prompts(pat, data, tasks, batch_size, generators)
+        opt.zero_grad()
+        torch.clamp(1 - pr.z * model(pr), min=0).mean(-1).sum().backward()
+        opt.step()
+        if callback is not None:
+            callback(step, model)
+    return model

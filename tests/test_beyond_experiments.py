@@ -14,7 +14,10 @@ from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generators
-from mambaicl.train import fit, synthetic_sampler, train
+from mambaicl.analysis.stepsize import step_size_search
+from mambaicl.config import ConfigError
+from mambaicl.train import train
+from reference_kernels import algorithm_1
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"boundary": boundary, "gates": gates, "multiclass": multiclass, "regression": regression}
@@ -92,8 +95,8 @@ def test_boundary_grid_members_equal_separate_runs():
     seeds = (0, 2)
     stack, _ = boundary.trained_grid(pre, "mamba", pat, seeds)
     single = build_model("mamba", 30, m=31, generators=torch_generators(seeds, "init"))
-    fit(single, synthetic_sampler(pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6)),
-        seed=list(seeds), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr, progress=False)
+    algorithm_1(single, pat, dataclasses.replace(pre.data, p_a=pre.p_as[1]), training_tasks(6),
+                torch_generators(seeds, "train"), steps=10, batch_size=64, lr=fig2.FIG2.train["mamba"].lr)
     assert torch.allclose(stack.w.detach()[2:4], single.w.detach(), rtol=0, atol=1e-12)
 
 
@@ -149,11 +152,13 @@ def test_boundary_effects_and_margins(tiny_results):
 
 def test_gate_search_seeds_are_disjoint_from_the_reported_ones():
     pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=5) for f, t in gates.TINY.train.items()})
-    r = gates.lr_search(pre, "retnet", lrs=(0.01, 0.1), n_val=50)
+    r = step_size_search(lrs=(0.01, 0.1), **gates.search_setup(pre, "retnet", n_val=50))
     assert len(r.seeds) == 3 and not set(r.seeds) & set(gates.DEFAULT_SEEDS)
     assert r.best in (0.01, 0.1) and len(r.per_seed) == 2
-    with pytest.raises(ValueError, match="^family must be one of"):
-        gates.lr_search(pre, "gla", n_val=50)
+    with pytest.raises(ConfigError, match="^family must be one of"):
+        gates.search_setup(pre, "gla", n_val=50)
+    with pytest.raises(ConfigError, match="^seeds must be disjoint from the reported seeds; both hold"):
+        step_size_search(lrs=(0.01,), **gates.search_setup(pre, "retnet", seeds=(2, 3), n_val=50))
 
 
 def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
@@ -164,8 +169,8 @@ def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
     stack = gates.as_gla(train(gates.family_members(pre, "mamba", pat, (0, 1)), pre.train["mamba"],
                                progress=False).models[0], GateConfig(family="mamba"))
     ref = build_gla(GateConfig(family="mamba"), 30, m=31, generators=torch_generators((0, 1), "init"))
-    fit(ref, synthetic_sampler(pat, pre.data, training_tasks(6)), seed=[0, 1], steps=8, batch_size=64,
-        lr=pre.train["mamba"].lr, progress=False)
+    algorithm_1(ref, pat, pre.data, training_tasks(6), torch_generators((0, 1), "train"), steps=8, batch_size=64,
+                lr=pre.train["mamba"].lr)
     for name, p in ref.named_parameters():
         assert torch.allclose(getattr(stack, name), p, rtol=0, atol=1e-12), name
 
@@ -176,7 +181,7 @@ def test_the_recorded_gate_step_sizes_are_what_the_search_chooses(family):
     """Chapter 7 trains the gate families with :data:`gates.SEARCHED_LR` instead of searching again: the search
     on the record's seeds (disjoint from the reported ones) must still choose exactly the recorded step size."""
     rec = gates.SEARCHED_LR[family]
-    found = gates.lr_search(gates.APP12, family, lrs=rec.lrs, seeds=rec.seeds)
+    found = step_size_search(lrs=rec.lrs, **gates.search_setup(gates.APP12, family, seeds=rec.seeds))
     assert found.best == rec.lr, (found.lrs, found.mean)
 
 

@@ -6,12 +6,10 @@ import math
 import pytest
 import torch
 
-from mambaicl.config import SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DeepConfig, TrainConfig
+from mambaicl.config import SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError
 from mambaicl.data import all_tasks, make_patterns, test_prompts
 from mambaicl.experiments import boundary, regression
-from mambaicl.convergence import train_until_converged
 from mambaicl.seeding import torch_generator, torch_generators
-from mambaicl.train import train
 
 
 @pytest.fixture(scope="module")
@@ -84,35 +82,3 @@ def test_predict_zero_reference_is_the_mean_squared_target():
                                 f"{pre.l_alphas}/0.0"), kind=pre.task.kind, bias=pre.task.bias)
         want = float((pr.z[s].double() ** 2).mean()) / pre.task.d
         assert r.linreg_vs_alpha["predict_zero"][0]["per_seed"][s] == pytest.approx(want, rel=1e-12)
-
-
-def _deep_members(seeds):
-    pre = dataclasses.replace(regression.TINY, deep={"mamba": DeepConfig(kind="mamba", n_layers=2, d_model=8,
-                                                                          d_state=4)})
-    return regression.linreg_members(pre, seeds)["deep/mamba"][0], pre
-
-
-def test_train_until_converged_returns_each_member_at_its_best_step():
-    """Member k comes back with the parameters a plain engine run of best_step[k] steps ends with."""
-    torch.set_num_threads(1)
-    members, pre = _deep_members((0, 1))
-    cfg = TrainConfig(lr=0.01, batch_size=8, steps=30, optimizer="adam", loss="squared")
-    calls = []
-
-    def validate(model, k):  # a deterministic stand-in: the first parameter's sum, member-dependent
-        calls.append(k)
-        return float(next(model.parameters()).sum()) * (1 if k == 0 else -1)
-
-    models, conv = train_until_converged(members, cfg, validate, every=5, patience=2, stage="train/linreg")
-    assert conv.checks[0] == 5 and all(c % 5 == 0 for c in conv.checks)
-    for k, (mod, best) in enumerate(zip(models, conv.best_step)):
-        assert conv.val_loss[k][conv.checks.index(best)] == min(conv.val_loss[k][:conv.checks.index(conv.stopped[k]) + 1])
-        ref = train(_deep_members((0, 1))[0], dataclasses.replace(cfg, steps=best), stage="train/linreg",
-                    progress=False).model(0).members[k]
-        for (n, p), (_, q) in zip(mod.named_parameters(), ref.named_parameters()):
-            assert torch.allclose(p, q, rtol=0, atol=1e-6), n
-    # stops early once every member has converged
-    if all(conv.converged):
-        assert conv.checks[-1] == max(conv.stopped) < cfg.steps or conv.checks[-1] == cfg.steps
-    with pytest.raises(ConfigError, match="patience"):
-        train_until_converged(members, cfg, validate, every=5, patience=0)

@@ -9,10 +9,11 @@ import torch
 from mambaicl.config import ConfigError, SYNTHETIC_DATA
 from mambaicl.data import all_tasks, make_patterns, test_prompts
 from mambaicl.experiments import mechanism as M
-from mambaicl.experiments.mechanism_fit import (LEARNS_IN_CONTEXT, learns_in_context, token_norms, train_to_plateau,
-                                                 validation_losses, validation_prompts)
+from mambaicl.experiments.mechanism_fit import (LEARNS_IN_CONTEXT, learns_in_context, token_norms, validation_loss,
+                                                 validation_prompts)
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generator
+from mambaicl.train import EarlyStopping, train
 
 
 def _small(norm="rms", **kw):
@@ -68,45 +69,43 @@ def test_token_norms_need_a_deep_stack():
         token_norms(build_model("mamba", SYNTHETIC_DATA.d, generators=[torch.Generator().manual_seed(0)]), pr)
 
 
+def _plateau(preset, members, val, every, patience):
+    """The mechanism's early stopping (checks from the initial model on, all members stopping together)."""
+    stop = EarlyStopping(every=every, patience=patience, initial=True, together=True)
+    return train(members, preset.train, progress=False, nonfinite="mark", stop=stop,
+                 validate=validation_loss(val, "hinge"))
+
+
 @pytest.mark.slow  # a deep stack trained and checked (~10 s CPU)
-def test_train_to_plateau_keeps_each_members_best_check():
+def test_deep_members_stop_together_and_keep_each_ones_best_check():
     preset = _small(train=dataclasses.replace(M.FIG3.train, steps=15, batch_size=16))
     members = M.seed_members(preset, (0, 1), lr=0.03)
     pat, data = members[0].data.pat, members[0].data.config
     val = [validation_prompts(pat, data, s, 16) for s in (0, 1)]
-    fit = train_to_plateau(members, preset.train, val, every=5, patience=1)
-    assert fit.checks[0] == 0 and all(c % 5 == 0 for c in fit.checks)
+    fit = _plateau(preset, members, val, 5, 1)
     for i in range(2):
-        assert fit.best_step[i] in fit.checks
-        assert fit.best_loss[i] == min(fit.curves[i])
+        rec = fit.stopping(i)
+        assert rec.steps[0] == 0 and all(c % 5 == 0 for c in rec.steps)
+        assert rec.best_step in rec.steps and rec.best_loss == min(rec.loss)
         # the kept model scores its best check on the validation prompts (independent hinge)
-        F = M._member(fit.model, i)(val[i].P).detach()
-        assert _hinge(F, val[i].z) == pytest.approx(fit.best_loss[i], abs=1e-6)
-        if fit.stopped < preset.train.steps:  # stopped early: every member went `patience` checks without a minimum
-            k = fit.checks.index(fit.best_step[i])
-            assert len(fit.checks) - 1 - k >= 1
-    assert validation_losses(fit.model, val, "hinge") == pytest.approx(fit.best_loss, abs=1e-6)
-    assert fit.diverged == [False, False]
+        F = fit.member_model(i)(val[i].P).detach()
+        assert _hinge(F, val[i].z) == pytest.approx(rec.best_loss, abs=1e-6)
+        if rec.stopped_at < preset.train.steps:  # stopped early: every member went `patience` checks without a minimum
+            assert len(rec.steps) - 1 - rec.steps.index(rec.best_step) >= 1
+        assert not rec.diverged
 
 
 @pytest.mark.slow  # a deep stack at a diverging step size (~6 s CPU)
-def test_train_to_plateau_marks_a_diverging_member_and_keeps_its_best_check():
+def test_a_diverging_deep_member_is_marked_and_keeps_its_best_check():
     preset = _small(train=dataclasses.replace(M.FIG3.train, steps=30, batch_size=16))
     members = M.seed_members(preset, (0,), lr=1.0)  # too large for this stack: the loss turns non-finite
     pat, data = members[0].data.pat, members[0].data.config
     val = [validation_prompts(pat, data, 0, 16)]
-    fit = train_to_plateau(members, preset.train, val, every=5, patience=2)
-    assert fit.diverged == [True] and math.isfinite(fit.best_loss[0])
-    assert validation_losses(fit.model, val, "hinge")[0] == pytest.approx(fit.best_loss[0], abs=1e-6)
-
-
-def test_train_to_plateau_checks_its_arguments():
-    preset = _small()
-    members = M.seed_members(preset, (0,))
-    with pytest.raises(ConfigError, match="every"):
-        train_to_plateau(members, preset.train, [None], every=0, patience=1)
-    with pytest.raises(ConfigError, match="one Prompts per member"):
-        train_to_plateau(members, preset.train, [], every=1, patience=1)
+    fit = _plateau(preset, members, val, 5, 2)
+    rec = fit.stopping(0)
+    assert rec.diverged and math.isfinite(rec.best_loss)
+    F = fit.member_model(0)(val[0].P).detach()
+    assert _hinge(F, val[0].z) == pytest.approx(rec.best_loss, abs=1e-6)
 
 
 @pytest.mark.slow  # a search, a plateau run and a rerun (~40 s CPU)

@@ -22,7 +22,7 @@ from mambaicl.experiments.fig2 import FIG2
 from mambaicl.experiments.mechanism import FIG3, MechanismPreset, log_steps
 from mambaicl.models import build_model
 from mambaicl.models.scan import paper_scan_terms
-from mambaicl.train import fit, fit_kwargs, synthetic_sampler
+from reference_kernels import algorithm_1
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +87,8 @@ def test_trained_one_layer_gates_match_an_independent_computation_from_saved_w(t
     data, pat, _, pr = small_setup(n=8)
     cfg = TrainConfig(lr=0.3, batch_size=32, steps=20)
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
-    fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), seed=2, progress=False, **fit_kwargs(cfg))
+    algorithm_1(model, pat, data, training_tasks(data.M1), torch_generator(2, "train"), steps=cfg.steps,
+                batch_size=cfg.batch_size, lr=cfg.lr)
     torch.save(model.state_dict(), tmp_path / "model.pt")
     w = torch.load(tmp_path / "model.pt")["w"].tolist()
     reported = query_terms(model, pr.P)[0][1]
@@ -152,8 +153,8 @@ def test_log_steps_and_recorder_records_at_those_steps():
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
     rec = SumRecorder(pr, steps=(1, 3, 7))
     rec.record(0, model)
-    fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=8, batch_size=8, lr=0.1, progress=False,
-        callback=rec.callback)
+    algorithm_1(model, pat, data, training_tasks(data.M1), torch_generator(0, "train"), steps=8, batch_size=8, lr=0.1,
+                callback=rec.callback)
     assert rec.steps == [0, 1, 3, 7]
     with pytest.raises(ConfigError, match="^give exactly one of every"):
         SumRecorder(pr)
@@ -246,7 +247,7 @@ def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group()
 
     data, pat, test, _ = small_setup()
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
-    fit(model, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=30, batch_size=32, lr=0.3, progress=False)
+    algorithm_1(model, pat, data, training_tasks(data.M1), torch_generator(0, "train"), steps=30, batch_size=32, lr=0.3)
     rep = group_report(model, pat, test, 40, 9, "g")
     ref = errors_by_task_group(model, pat, test, 40, 9, "g")
     assert {g: v["error"] for g, v in rep.items()} == ref

@@ -223,7 +223,7 @@ def test_scan_shape_errors():
 
 def test_public_api_names():
     for name in ["selective_scan", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "build_model",
-                 "fit", "zero_one_error"]:
+                 "zero_one_error"]:
         assert hasattr(mambaicl, name)
 
 

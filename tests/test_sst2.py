@@ -110,7 +110,7 @@ def toy_pool(n=40, d=5, seed=0):
 
 
 @pytest.mark.parametrize("placement", ["FQ", "CQ", "R"])
-@pytest.mark.parametrize("rule", ["targeted", "flipped", "random"])
+@pytest.mark.parametrize("rule", ["targeted", "flipped", "random label"])
 def test_prompts_layout_labels_and_outliers(placement, rule):
     pool = toy_pool()
     pr = sst2_prompts(pool, 500, l=8, alpha=0.6, placement=placement, rule=rule,
@@ -206,7 +206,7 @@ def test_rules_and_placements_are_the_papers_letters_with_the_long_names_as_labe
     # a display label is accepted as input and means its letter: the very same prompts
     for letters, labels in ((dict(rule="A", placement="CQ"), dict(rule="flipped", placement="close")),
                             (dict(rule="B", placement="FQ"), dict(rule="targeted", placement="far")),
-                            (dict(rule="C", placement="R"), dict(rule="random", placement="random"))):
+                            (dict(rule="C", placement="R"), dict(rule="random label", placement="random position"))):
         a = sst2_prompts(toy_pool(), 50, alpha=0.5, generator=torch.Generator().manual_seed(5), **letters)
         b = sst2_prompts(toy_pool(), 50, alpha=0.5, generator=torch.Generator().manual_seed(5), **labels)
         assert torch.equal(a.P, b.P) and torch.equal(a.outlier, b.outlier)

@@ -75,7 +75,7 @@ def test_curriculum_source_switches_to_cq_at_half():
     source = SST2Source(feat.train, l=8, p_a=0.5, switch=5)
     gens = [torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)]
     for call in range(11):
-        P, z = source.sample(200, gens)
+        P, z = source.sample_at(call, 200, gens)
         assert P.shape == (2, 200, 9, 7) and z.shape == (2, 200)
         outl = P[..., :8, 1] > 2  # the phrase's coordinate
         count = outl.sum(-1, keepdim=True)
@@ -474,9 +474,9 @@ def test_names_and_vocabulary_are_validated_by_the_config_kit():
     with pytest.raises(ConfigError, match=r"^runs\[0\] must be a Run"):
         X.Table("t", ("mamba",))
     # the rule and placements are stored as the paper's letters; the long names are accepted aliases
-    t = dataclasses.replace(X.MAIN_TABLE, rule="flipped", placements=("far", "random", "close"))
+    t = dataclasses.replace(X.MAIN_TABLE, rule="flipped", placements=("far", "random position", "close"))
     assert t.rule == "A" and t.placements == ("FQ", "R", "CQ") and X.MAIN_TABLE.rule == "B"
     with pytest.raises(ConfigError, match="^rule must be one of"):
         dataclasses.replace(X.MAIN_TABLE, rule="D")
     with pytest.raises(ConfigError, match="^placements must be distinct"):
-        dataclasses.replace(X.MAIN_TABLE, placements=("R", "random"))
+        dataclasses.replace(X.MAIN_TABLE, placements=("R", "random position"))

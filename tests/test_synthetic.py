@@ -10,7 +10,7 @@ from mambaicl import config as C
 from mambaicl import data as D
 from mambaicl.analysis import theory
 from mambaicl.analysis.lemmas import lemma3, lemma6_sums, pattern_attention
-from mambaicl.config import DataConfig
+from mambaicl.config import ConfigError, DataConfig
 from mambaicl.data import (all_tasks, check_condition_1, cyclic_distance, make_patterns, task_groups,
                            training_prompts, training_tasks, unseen_tasks)
 from mambaicl.data.prompts import outlier_mask
@@ -100,7 +100,7 @@ def test_test_prompts_labelling_rules(rule):
 
 def test_placements():
     u = torch.rand(2000, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    far, close, rnd = (outlier_mask(u, 0.4, p) for p in ("far", "close", "random"))
+    far, close, rnd = (outlier_mask(u, 0.4, p) for p in ("far", "close", "random position"))
     for m in (far, close, rnd):
         assert abs(m.double().mean().item() - 0.4) < 0.01
     assert torch.equal(far.sum(1), rnd.sum(1)) and torch.equal(close.sum(1), rnd.sum(1))  # same counts
@@ -198,3 +198,15 @@ def test_corollary_sums_against_loops():
         assert math.isclose(same[n].item(), s, rel_tol=1e-10) and math.isclose(other[n].item(), o, abs_tol=1e-9)
     g_out, g_clean = split_gates(model.gate(pr.P), pr.outlier)
     assert g_out.numel() == int(pr.outlier.sum()) and g_clean.numel() == int((~pr.outlier).sum())
+
+
+def test_every_display_label_names_one_rule_or_one_placement():
+    """Rule C and placement R are both "random" in the paper's words: their display labels must differ, so that a
+    label read back (e.g. from a table) names one of them only; each label maps to its own letter."""
+    from mambaicl.data.vocabulary import PLACEMENT_LABELS, RULE_LABELS, placement_id, rule_id
+
+    assert not set(RULE_LABELS.values()) & set(PLACEMENT_LABELS.values())
+    assert [rule_id(v) for v in RULE_LABELS.values()] == list(RULE_LABELS)
+    assert [placement_id(v) for v in PLACEMENT_LABELS.values()] == list(PLACEMENT_LABELS)
+    with pytest.raises(ConfigError, match=r"^rule must be one of .*; got 'random'"):
+        rule_id("random")

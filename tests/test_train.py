@@ -1,17 +1,17 @@
 """The one training engine: Algorithm 1 step, determinism, records, non-finite stop, checks; and a member of a
 batch equals that member trained alone, for every model kind, with members differing in seed, step size and data."""
 import dataclasses
-import io
 
 import pytest
 import torch
 
 from mambaicl import OneLayerMamba
-from mambaicl.config import DataConfig
+from mambaicl.config import ConfigError, DataConfig, TrainConfig
 from mambaicl.data import make_patterns, training_tasks
 from mambaicl.models import build_model
 from mambaicl.seeding import torch_generator, torch_generators
-from mambaicl.train import ALGORITHM_1, fit, hinge_loss, logistic_loss, squared_loss, synthetic_sampler
+from reference_kernels import algorithm_1
+from mambaicl.train import ALGORITHM_1, Member, SampledData, hinge_loss, logistic_loss, squared_loss, train
 
 
 def sampler(d=4, l=6):
@@ -33,98 +33,61 @@ def test_losses_against_their_formulas():
     assert squared_loss(F, z).item() == pytest.approx((1.0 + 0.25 + 4.0) / 6)
 
 
+def _gaussian(d=4, l=6, scale=1.0):
+    """A member's data: ``sampler``'s prompts, one batch per generator, stacked on a leading axis."""
+    def fn(batch, gens):
+        out = [sampler(d, l)(batch, g) for g in gens]
+        return torch.stack([P * scale for P, _ in out]), torch.stack([z for _, z in out])
+    return SampledData(fn, d, key=("gaussian", d, l, scale))
+
+
 def test_one_sgd_step_is_algorithm_1():
-    model = OneLayerMamba(4, 5, generator=torch.Generator().manual_seed(0)).double()
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    P, z = sampler()(8, torch_generator(3, "train"))  # the batch fit draws at its first step
-    ref = OneLayerMamba(4, 5, generator=torch.Generator().manual_seed(0)).double()
-    torch.clamp(1 - z * ref(P), min=0).mean().backward()
-    fit(model, sampler(), steps=1, batch_size=8, lr=0.5, seed=3, progress=False, **ALGORITHM_1)
-    for n, p in model.named_parameters():
-        expected = before[n] - 0.5 * dict(ref.named_parameters())[n].grad
-        assert torch.allclose(p.detach(), expected, atol=1e-12), n
+    """One step of the engine with one member is Algorithm 1 written out: ``theta - eta * grad`` of the mean
+    hinge loss ``max{0, 1 - z F}`` of the batch drawn from the stream ``(seed, "train")``, on an unstacked model."""
+    trained = train([Member(3, "mamba", _gaussian(), 0.5, m=5)], TrainConfig(steps=1, batch_size=8, **ALGORITHM_1),
+                    progress=False)
+    ref = build_model("mamba", 4, m=5, generator=torch_generator(3, "init"))  # one unstacked float64 model
+    assert type(ref).__name__ == "OneLayerMamba"
+    before = {n: p.detach().clone() for n, p in ref.named_parameters()}
+    P, z = sampler()(8, torch_generator(3, "train"))  # the batch of the member's first step
+    F = ref(P)
+    torch.clamp(1 - z * F, min=0).mean().backward()
+    stack = trained.model(0)
+    for n, p in ref.named_parameters():
+        expected = before[n] - 0.5 * p.grad  # the SGD step, by hand
+        torch.testing.assert_close(getattr(stack, n).detach()[0], expected, rtol=0, atol=1e-12)
 
 
 def test_deterministic_and_records():
     runs = []
     for _ in range(2):
-        model = OneLayerMamba(4, 5, generator=torch.Generator().manual_seed(1)).double()
-        h = fit(model, sampler(), steps=25, batch_size=16, lr=0.1, seed=7, record_every=10, progress=False,
-                probes={"w_norm": lambda m: m.w.norm().item()})
-        runs.append((h, model.w.detach().clone()))
+        t = train([Member(1, "mamba", _gaussian(), 0.1, m=5)], TrainConfig(steps=25, batch_size=16), record_every=10,
+                  progress=False, probes={"w_norm": lambda m: m.w.norm().item()})
+        runs.append((t.groups[0].history, t.model(0).w.detach().clone()))
     (h1, w1), (h2, w2) = runs
     assert torch.equal(w1, w2) and h1.loss == h2.loss
     assert h1.steps == [0, 10, 20, 25] and len(h1.probes["w_norm"]) == 4
 
 
-def test_non_finite_loss_stops_with_step_and_lr():
-    model = OneLayerMamba(4, 5, generator=torch.Generator().manual_seed(1)).double()
-
-    def blows_up(batch_size, generator):
-        P, z = sampler()(batch_size, generator)
-        return P * 1e200, z  # products overflow to inf
-
-    with pytest.raises(FloatingPointError, match=r"step 0 \(lr = 0.3"):
-        fit(model, blows_up, steps=3, batch_size=4, lr=0.3, progress=False)
+def test_non_finite_loss_stops_with_step_and_member():
+    with pytest.raises(FloatingPointError, match=r"step 0 \(member seed 0, lr 0.3, kind 'mamba'"):
+        train([Member(0, "mamba", _gaussian(scale=1e200), 0.3)], TrainConfig(steps=3, batch_size=4), progress=False)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"steps": -1}, "steps must be"), ({"batch_size": 0}, "batch_size must be"), ({"lr": 0}, "lr must be"),
-    ({"lr": "fast"}, "lr must be"), ({"optimizer": "lbfgs"}, "optimizer must be one of"),
-    ({"loss": "mse"}, "loss must be one of"), ({"record_every": 0}, "record_every must be"),
-    ({"seed": -1}, "seed must be"), ({"seed": [0, 0]}, "seed must be distinct"),
+    ({"steps": -1}, r"^steps must be an integer in \[0, inf\]; got -1"), ({"batch_size": 0}, r"^batch_size must be an integer in \[1, inf\]; got 0"),
+    ({"optimizer": "lbfgs"}, "^optimizer must be one of"), ({"loss": "mse"}, "^loss must be one of"),
 ])
-def test_bad_arguments(kwargs, message):
-    args = {"steps": 1, "batch_size": 2, "lr": 0.1} | kwargs
-    with pytest.raises(ValueError, match=message):
-        fit(OneLayerMamba(4, 5), sampler(), progress=False, **args)
-
-
-# ---------------------------------------------------------------- seeds as a batch dimension
-
-
-def _train(kind, seeds, steps=300):
-    """Train one stack of len(seeds) models (float64) on Definition 1 prompts of Figure 2's data."""
-    data = DataConfig()
-    pat = make_patterns(data, torch_generator(0, "patterns"))
-    stack = build_model(kind, data.d, generators=torch_generators(seeds, "init"))
-    fit(stack, synthetic_sampler(pat, data, training_tasks(data.M1)), steps=steps, batch_size=32,
-        lr=0.1, seed=list(seeds), progress=False)
-    return stack, pat
-
-
-def test_batched_run_is_byte_identical_on_a_rerun():
-    blobs = []
-    for _ in range(2):
-        stack, _ = _train("mamba", (0, 1), steps=50)
-        buf = io.BytesIO()
-        torch.save({k: v.detach() for k, v in stack.state_dict().items()}, buf)
-        blobs.append(buf.getvalue())
-    assert blobs[0] == blobs[1]
-
-
-def test_non_finite_loss_of_a_stack_names_the_seed():
-    data = DataConfig()
-    pat = make_patterns(data, torch_generator(0, "patterns"))
-    stack = build_model("mamba", data.d, generators=torch_generators([4, 9], "init"))
-    sample = synthetic_sampler(pat, data, training_tasks(data.M1))
-
-    def poisoned(batch, gens):
-        pr, z = sample(batch, gens)
-        with torch.no_grad():
-            stack.w[1].fill_(float("nan"))  # seed 9's model breaks
-        return pr, z
-
-    with pytest.raises(FloatingPointError, match=r"step 0 \(lr = 0.1, seed 9\)"):
-        fit(stack, poisoned, steps=2, batch_size=4, lr=0.1, seed=[4, 9], progress=False)
+def test_bad_loop_settings(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        TrainConfig(**kwargs)
 
 
 # ---------------------------------------------------------------- the engine: train(members, cfg)
 
 from mambaicl.analysis.stepsize import search_seeds, step_size_search  # noqa: E402
-from mambaicl.config import ConfigError, TrainConfig  # noqa: E402
 from mambaicl.models import GATE_KINDS  # noqa: E402
-from mambaicl.train import Draws, Member, SampledData, SyntheticData, train  # noqa: E402
+from mambaicl.train import Draws, SyntheticData  # noqa: E402
 
 _DATA = DataConfig(d=8, M1=3, M2=2, V=1, l_tr=5)
 _PAT = make_patterns(_DATA, torch_generator(0, "patterns"))
@@ -170,14 +133,13 @@ def test_per_member_step_sizes_with_each_optimizer(optimizer):
             torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
 
 
-def test_equal_step_sizes_train_exactly_like_a_seed_stack():
-    """One step size for all members: the engine is the old seed-batched loop, bit for bit."""
+def test_equal_step_sizes_train_exactly_like_a_plain_sgd_loop():
+    """One step size for all members: the engine is a plain ``torch.optim.SGD`` loop on the stack, bit for bit."""
     seeds = [4, 7]
-    cfg = TrainConfig(steps=5, batch_size=8, lr=0.2)
-    trained = train([Member(s, "mamba", _D1, 0.2) for s in seeds], cfg, progress=False)
+    trained = train([Member(s, "mamba", _D1, 0.2) for s in seeds], TrainConfig(steps=5, batch_size=8), progress=False)
     stack = build_model("mamba", _DATA.d, generators=torch_generators(seeds, "init"))
-    fit(stack, synthetic_sampler(_PAT, _DATA, training_tasks(_DATA.M1)), seed=seeds, steps=5, batch_size=8, lr=0.2,
-        progress=False)
+    algorithm_1(stack, _PAT, _DATA, training_tasks(_DATA.M1), torch_generators(seeds, "train"), steps=5, batch_size=8,
+                lr=0.2)
     for p, q in zip(trained.models[0].parameters(), stack.parameters()):
         assert torch.equal(p, q)
 
@@ -287,8 +249,8 @@ def test_members_with_their_own_streams():
     ms = [Member(0, "mamba", _D1, 0.1, init=f"init/level{h}", stage=f"train/level{h}") for h in range(2)]
     batch = train(ms, TrainConfig(steps=3, batch_size=4), progress=False)
     alone = build_model("mamba", _DATA.d, generators=[torch_generator(0, "init/level1")])
-    fit(alone, synthetic_sampler(_PAT, _DATA, training_tasks(_DATA.M1)), seed=[0], stage="train/level1", steps=3,
-        batch_size=4, lr=0.1, progress=False)
+    algorithm_1(alone, _PAT, _DATA, training_tasks(_DATA.M1), [torch_generator(0, "train/level1")], steps=3,
+                batch_size=4, lr=0.1)
     for p, q in zip(_params(batch, 1), [p.detach()[0] for p in alone.parameters()]):
         torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
     with pytest.raises(ConfigError, match="^stage must be a non-empty string"):
@@ -338,3 +300,74 @@ def test_reporting_the_seeds_that_chose_a_recorded_step_size_warns():
         warn_if_chosen_on([r], (0, 1, 2), "here")  # disjoint: no warning
     with pytest.warns(UserWarning, match=r"^here: seeds \[3\] are reported and also chose the recorded step sizes"):
         warn_if_chosen_on([r], (0, 3), "here")
+
+
+# ---------------------------------------------------------------- early stopping: the engine's one rule
+
+from mambaicl.convergence import EarlyStopping  # noqa: E402
+
+
+def _scripted(scores):
+    """``validate`` returning ``scores[i]`` one after the other for member ``i`` (a member that rests is not asked)."""
+    calls = {i: iter(v) for i, v in enumerate(scores)}
+    return lambda model, i: next(calls[i])
+
+
+@pytest.mark.parametrize("model", [{}, _DEEP], ids=["stacked", "deep"])
+def test_each_member_stops_on_its_own_and_keeps_its_best_check(model):
+    scale = 0.05 if model else 1.0
+    ms = [Member(0, "mamba", _D1, 0.1 * scale, **model), Member(1, "mamba", _D1, 0.1 * scale, **model)]
+    # member 0: best at check 2 (update 2), then two checks without a new minimum -> stops after update 4;
+    # member 1: improves at every check -> runs to the cap (update 6), capped
+    scores = [[5.0, 4.0, 4.5, 4.0], [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]]
+    cfg = TrainConfig(steps=6, batch_size=4)
+    t = train(ms, cfg, progress=False, stop=EarlyStopping(every=1, patience=2), validate=_scripted(scores))
+    r0, r1 = t.stopping(0), t.stopping(1)
+    assert (r0.steps, r0.best_step, r0.best_loss, r0.stopped_at, r0.capped) == ([1, 2, 3, 4], 2, 4.0, 4, False)
+    assert (r1.steps, r1.best_step, r1.stopped_at, r1.capped) == ([1, 2, 3, 4, 5, 6], 6, 6, True)
+    for i, steps in ((0, 2), (1, 6)):  # each ends with the parameters of a run of it alone for best_step updates
+        alone = train([ms[i]], dataclasses.replace(cfg, steps=steps), progress=False)
+        for p, q in zip(_params(t, i), _params(alone, 0)):
+            torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)
+
+
+def test_members_stop_together_and_the_initial_model_is_checked():
+    ms = [Member(0, "mamba", _D1, 0.1), Member(1, "mamba", _D1, 0.1)]
+    # member 0 stalls after the initial check but member 1 still improves: both train on until neither
+    # improves for 2 checks (after update 6), and member 0 keeps its initial parameters
+    scores = [[1.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0], [6.0, 5.0, 4.0, 3.0, 3.0, 3.0, 3.0]]
+    stop = EarlyStopping(every=2, patience=2, initial=True, together=True)
+    t = train(ms, TrainConfig(steps=20, batch_size=4), progress=False, stop=stop, validate=_scripted(scores))
+    assert [t.stopping(i).stopped_at for i in (0, 1)] == [10, 10]
+    assert t.stopping(0).steps == [0, 2, 4, 6, 8, 10] and t.stopping(0).best_step == 0
+    assert t.stopping(1).best_step == 6
+    init = build_model("mamba", _DATA.d, generators=torch_generators([0], "init"))
+    assert all(torch.equal(p, q.detach()[0]) for p, q in zip(_params(t, 0), init.parameters()))
+
+
+def test_checks_before_start_count_for_nothing():
+    scores = [[1.0, 3.0, 2.0, 2.5, 2.5]]  # update 1's 1.0 comes before start = 2: best is update 3's 2.0
+    t = train([Member(0, "mamba", _D1, 0.1)], TrainConfig(steps=5, batch_size=4), progress=False,
+              stop=EarlyStopping(every=1, patience=2, start=2), validate=_scripted(scores))
+    assert (t.stopping(0).best_step, t.stopping(0).stopped_at) == (3, 5)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: EarlyStopping(every=0, patience=1), r"^every must be an integer in \[1, inf\]; got 0"),
+    (lambda: EarlyStopping(every=1, patience=0), r"^patience must be an integer in \[1, inf\]; got 0"),
+    (lambda: train([Member(0, "mamba", _D1, 0.1)], TrainConfig(steps=1), stop=EarlyStopping(1, 1)),
+     "^validate must be a function validate"),
+    (lambda: train([Member(0, "mamba", _D1, 0.1)], TrainConfig(steps=1), progress=False).stopping(0),
+     "^stopping needs a training run with early stopping"),
+])
+def test_early_stopping_rejects_bad_input(make, message):
+    with pytest.raises(ConfigError, match=message):
+        make()
+
+
+def test_synthetic_data_are_equal_by_value_of_their_patterns():
+    """Stacking and shared draws follow the patterns' values, not the Python object that holds them."""
+    twin = make_patterns(_DATA, torch_generator(0, "patterns"))  # the same numbers as _PAT, another object
+    other = make_patterns(_DATA, torch_generator(1, "patterns"))
+    assert twin is not _PAT and SyntheticData(twin, _DATA) == _D1 and hash(SyntheticData(twin, _DATA)) == hash(_D1)
+    assert SyntheticData(other, _DATA) != _D1 and SyntheticData(other, _DATA).stack_key != _D1.stack_key

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 import torch
 
 from ..config import ConfigError, TestConfig, check_int, check_ints
+from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
+from .fits import decay_stats
 from ..seeding import substage, torch_generator
 
 __all__ = [
@@ -43,6 +45,8 @@ __all__ = [
     "placement_cost",
     "group_report",
     "SumRecorder",
+    "decay_summary",
+    "layer_table",
 ]
 
 
@@ -176,7 +180,7 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
         median ``G_{h(1)}`` and mean distance of ``h(1)`` from the query (1 = adjacent).
     """
     out = {}
-    for placement in ("FQ", "R", "CQ"):
+    for placement in PLACEMENTS_FAR_TO_CLOSE:
         pr = test_prompts(pat, dataclasses.replace(test, placement=placement), tasks, n,
                           torch_generator(seed, "test/placement"))
         F = predict(model, pr.P)
@@ -222,7 +226,7 @@ def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int,
 class SumRecorder:
     """Records Corollary 1's two sums (means over ``pr``) of every layer during training.
 
-    Pass ``recorder.callback`` to :func:`mambaicl.train.fit`; call ``recorder.record(0, model)``
+    Pass ``recorder.callback`` to :func:`mambaicl.train.train`; call ``recorder.record(0, model)``
     once before training. ``steps`` are the numbers of updates after which to record (e.g.
     log-spaced, to see the early dynamics), or ``every`` records every ``every`` updates.
     """
@@ -243,8 +247,41 @@ class SumRecorder:
         self.other.append([float(o.mean()) for _, o in sums])
 
     def callback(self, step: int, model) -> None:
-        """``fit`` calls this after the update of step ``step`` (0-based): record after ``step + 1`` updates."""
+        """The engine calls this after the update of step ``step`` (0-based): record after ``step + 1`` updates."""
         n = step + 1
         if (self.at is not None and n in self.at) or (self.every is not None and n % self.every == 0):
             with torch.no_grad():
                 self.record(n, model)
+
+
+def decay_summary(rank) -> dict:
+    """Corollary 2(ii) on one seed's median clean gates ``G_{h(1)}, ..., G_{h(J)}``.
+
+    Returns ``factor`` (fitted per-step factor, :func:`mambaicl.analysis.fits.decay_stats`),
+    ``min_ratio`` (smallest successive ratio), ``r2`` (of the log-linear fit) and ``constant``:
+    ``min_j G_{h(j)} 2^{j-1} / G_{h(1)}``, the largest ``c`` with ``G_{h(j)} >= c G_{h(1)} 2^{-(j-1)}``
+    for all ``j <= J`` (Eq. (8) says such a constant exists, independent of ``j``).
+    NaN entries (prompts with fewer than ``j`` clean examples) are dropped from the end.
+    """
+    g = [float(v) for v in rank if v == v]
+    if len(g) < 2 or min(g) <= 0:
+        return {"factor": math.nan, "min_ratio": math.nan, "r2": math.nan, "constant": math.nan}
+    ratios, factor, r2 = decay_stats(g)
+    return {"factor": factor, "min_ratio": float(ratios.min()), "r2": r2,
+            "constant": min(v * 2.0 ** j for j, v in enumerate(g)) / g[0]}
+
+
+def layer_table(reports: list) -> list:
+    """Per layer of :func:`mechanism_report` results (``reports[seed][layer]``), Corollaries 1-2 per seed (the sums, the median gates, the rank curve) and Corollary
+    2(ii)'s decay summary of each seed's rank curve (:func:`decay_summary`)."""
+    layers = []
+    for i in range(len(reports[0])):
+        entry = {attr: [getattr(rep[i], attr) for rep in reports]
+                 for attr in ("same", "other", "gate_outlier", "gate_clean")}
+        entry["rank"] = [list(rep[i].rank) for rep in reports]
+        if entry["rank"][0]:
+            dec = [decay_summary(rk) for rk in entry["rank"]]
+            for k in ("factor", "min_ratio", "r2", "constant"):
+                entry[f"decay_{k}"] = [d[k] for d in dec]
+        layers.append(entry)
+    return layers

@@ -38,7 +38,7 @@ def decay_stats(values: Sequence[float]) -> tuple[np.ndarray, float, float]:
     """
     g = np.asarray(values, dtype=float)
     if g.ndim != 1 or len(g) < 2 or not np.all(g > 0) or not np.all(np.isfinite(g)):
-        raise ValueError(f"values must be at least two positive finite numbers; got {values!r}")
+        raise ConfigError(f"values must be at least two positive finite numbers; got {values!r}")
     y, x = np.log(g), np.arange(1, len(g) + 1, dtype=float)
     slope, intercept = np.polyfit(x, y, 1)
     resid = y - (slope * x + intercept)
@@ -71,9 +71,9 @@ def loglog_slope(x: Sequence[float], Y) -> SlopeFit:
     x = np.asarray(x, dtype=float)
     Y = np.atleast_2d(np.asarray(Y, dtype=float))
     if x.ndim != 1 or len(x) < 2 or Y.shape[1] != len(x):
-        raise ValueError(f"need x of n >= 2 values and Y of shape (seeds, n); got {x.shape} and {Y.shape}")
+        raise ConfigError(f"x and Y must be n >= 2 values and shape (seeds, n); got {x.shape} and {Y.shape}")
     if not (np.all(x > 0) and np.all(Y > 0) and np.all(np.isfinite(Y))):
-        raise ValueError("x and Y must be positive and finite for a log-log fit")
+        raise ConfigError("x and Y must be positive and finite for a log-log fit")
     lx, LY = np.log(x), np.log(Y)
     slopes = np.array([np.polyfit(lx, ly, 1)[0] for ly in LY])
     S = len(slopes)
@@ -95,7 +95,7 @@ def smooth(values: Sequence[float], k: int = 5) -> np.ndarray:
     """Centred moving average over ``k`` points (shorter windows at the ends)."""
     x = np.asarray(values, dtype=float)
     if k < 1:
-        raise ValueError(f"k must be a positive integer; got {k!r}")
+        raise ConfigError(f"k must be a positive integer; got {k!r}")
     half = k // 2
     csum = np.concatenate([[0.0], np.cumsum(x)])
     lo = np.clip(np.arange(len(x)) - half, 0, len(x))
@@ -106,11 +106,11 @@ def smooth(values: Sequence[float], k: int = 5) -> np.ndarray:
 def _curve(steps, values) -> tuple[np.ndarray, np.ndarray]:
     t, y = np.asarray(steps, dtype=float), np.asarray(values, dtype=float)
     if t.ndim != 1 or t.shape != y.shape or len(t) < 2:
-        raise ValueError(f"steps and values must be aligned 1-d sequences of >= 2 points; got {t.shape} and {y.shape}")
+        raise ConfigError(f"steps and values must be aligned 1-d sequences of >= 2 points; got {t.shape} and {y.shape}")
     if not np.all(np.diff(t) > 0):
-        raise ValueError("steps must be strictly increasing")
+        raise ConfigError("steps must be strictly increasing")
     if not np.all(np.isfinite(y)):
-        raise ValueError("values must be finite")
+        raise ConfigError("values must be finite")
     return t, y
 
 
@@ -170,10 +170,10 @@ def relaxation_time(steps: Sequence[float], values: Sequence[float], fraction: f
     """
     t, y = _curve(steps, values)
     if not 0 < fraction < 1:
-        raise ValueError(f"fraction must lie in (0, 1); got {fraction!r}")
+        raise ConfigError(f"fraction must lie in (0, 1); got {fraction!r}")
     end = float(y[-1]) if end is None else float(end)
     if not y[0] > end:
-        raise ValueError(f"the curve must start above its end value {end:.6g}; it starts at {y[0]:.6g}")
+        raise ConfigError(f"values must start above their end value {end:.6g}; it starts at {y[0]:.6g}")
     return crossing(t, y, end + fraction * (y[0] - end), rising=False)
 
 
@@ -183,5 +183,5 @@ def window_slope(steps: Sequence[float], values: Sequence[float], t_max: float) 
     t, y = _curve(steps, values)
     keep = t <= t_max
     if keep.sum() < 2:
-        raise ValueError(f"need at least two records with steps <= t_max = {t_max!r}; got {int(keep.sum())}")
+        raise ConfigError(f"t_max must leave at least two records (steps <= t_max = {t_max!r}); got {int(keep.sum())}")
     return float(np.polyfit(t[keep], y[keep], 1)[0])

@@ -72,7 +72,7 @@ def lemma6_sums(w: torch.Tensor, P: torch.Tensor) -> tuple[float, float]:
 
 
 def make_probes(pat: Patterns, pr: Prompts, gated: bool) -> dict:
-    """``name -> probe(model) -> float`` for :func:`mambaicl.train.fit`, measured on the fixed prompts ``pr``.
+    """``name -> probe(model) -> float`` for :func:`mambaicl.train.train`, measured on the fixed prompts ``pr``.
 
     ``muWBmu`` / ``muWCmu``: mean Lemma 3 diagonal (paper parametrisation only); ``attn_dist{k}``:
     mean :func:`pattern_attention` over pattern pairs ``k`` steps apart on the training cycle; for a

@@ -26,10 +26,12 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from ..config import ConfigError
 from ..data.features import fit_pca, linear_probe, probe_accuracy
 from ..data.poisoning import EmbeddedPool, sst2_prompts
 from ..data.sst2_split import KEEPS, SST2Data, SST2Features, keep_threshold
 from ..evaluate import predict, zero_one_error
+from ..metric import wrong
 from ..seeding import torch_generator
 from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, mean_se, shared_cluster_se
 
@@ -64,7 +66,7 @@ def accuracy_sentences(model, prompts, n_sentences: int, device=None) -> tuple:
     for k, pr in prompts.items():
         F = predict(model, pr.P.to(dev)).cpu()
         acc[k] = 100 * (1 - zero_one_error(F, pr.z))
-        correct = (F * pr.z > 0).double()  # (n,)
+        correct = (~wrong(F, pr.z)).double()  # (n,) the book's 0-1 convention (mambaicl.metric)
         q = pr.idx[:, -1]  # (n,) the query's sentence
         resid[k] = torch.zeros(n_sentences, dtype=torch.float64).index_add_(0, q, correct - correct.mean())
     return acc, resid
@@ -137,7 +139,7 @@ def margin_curve(feat: SST2Features, keeps=KEEPS, alpha: float = 0.75, n_prompts
     kept scored rows, with a balanced (``floor``/``ceil`` of ``alpha l``) and with a binomial number of outliers."""
     f = feat.filter
     if f is None:
-        raise ValueError("margin_curve needs the features of the 'confident' regime (feat.filter is None)")
+        raise ConfigError("feat.filter must hold the 'confident' regime's filter probe for margin_curve; got None")
     out = []
     for keep in keeps:
         thr = keep_threshold(f["margin_scored"], keep)

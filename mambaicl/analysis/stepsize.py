@@ -33,11 +33,13 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+import torch
+
 from ..config import ConfigError, TrainConfig, check_instance, check_int, check_reals, check_seeds
 from ..train import Member, Trained, train
 from .stats import Comparison, compare, error_mean_se
 
-__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "RecordedStep", "warn_if_chosen_on"]
+__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "validation_hinge", "RecordedStep", "warn_if_chosen_on"]
 
 
 def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
@@ -50,6 +52,31 @@ def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
             out.append(s)
         s += 1
     return tuple(out)
+
+
+def validation_hinge(pat, data, seeds, n_val: int) -> Callable[[Trained], list]:
+    """The synthetic experiments' score for :func:`step_size_search` on the search seeds ``seeds`` (one-layer
+    stacks, member ``k S + s`` = step size ``k``, seed ``s``): each member's mean hinge loss on ``n_val``
+    Definition 1 prompts of the training tasks from its seed's stream ``(seed, "validation")`` (the same prompts
+    for every step size). ``score.prompts(n)`` gives those prompts for ``n`` members, in member order."""
+    from ..data import training_prompts, training_tasks
+    from ..evaluate import predict
+    from ..seeding import torch_generators
+    from ..train import loss_per_model
+
+    val = training_prompts(pat, data, training_tasks(data.M1), check_int("n_val", n_val, 1),
+                           torch_generators(seeds, "validation"))
+
+    def prompts(n: int):
+        return val[torch.arange(len(seeds)).repeat(n // len(seeds))]  # member k S + s reads seed s's prompts
+
+    def score(trained) -> list:
+        vals = prompts(len(trained.members))
+        with torch.no_grad():
+            return loss_per_model("hinge", predict(trained.models[0], vals), vals.z).tolist()
+
+    score.prompts = prompts
+    return score
 
 
 @dataclass(frozen=True)
@@ -113,7 +140,7 @@ class StepSizeSearch:
 
 
 def step_size_search(template: Member, lrs, cfg: TrainConfig, score: Callable[[Trained], list], *,
-                     seeds=None, reported: Sequence[int] = (), n_seeds: int = 5, stage: str = "train",
+                     reported: Sequence[int], seeds=None, n_seeds: int = 5, stage: str = "train",
                      device=None, progress: bool = False) -> StepSizeSearch:
     """Train ``template`` (its kind, data and model keywords) with every step size of ``lrs`` and every seed,
     as one batch, and score each member.
@@ -123,6 +150,8 @@ def step_size_search(template: Member, lrs, cfg: TrainConfig, score: Callable[[T
         lrs: candidate step sizes; cfg: the training budget (its own ``lr`` is not read).
         score: ``score(trained) -> [value per member]`` (members in ``trained.members`` order), lower
             is better; computed once, after training.
+        reported: the seeds the experiment reports (required: the one place where the search's seeds are
+            checked to be disjoint from them).
         seeds: the search's seeds; default :func:`search_seeds` ``(reported, n_seeds)``. Seeds that
             are also in ``reported`` raise :class:`~mambaicl.config.ConfigError`.
     """

@@ -34,7 +34,7 @@ from dataclasses import fields
 
 import torch
 
-from ..config import TestConfig, check_int
+from ..config import ConfigError, TestConfig, check_int
 from ..metric import zero_one_error
 from ..seeding import torch_generators
 from .patterns import Patterns
@@ -54,11 +54,11 @@ def concat_prompts(parts, interleave: bool = False) -> Prompts:
     """
     parts = list(parts)
     if not parts:
-        raise ValueError("parts must hold at least one Prompts batch")
+        raise ConfigError("parts must hold at least one Prompts batch")
     for p in parts[1:]:
         for name in _SHARED:
             if not torch.equal(getattr(p, name), getattr(parts[0], name)):
-                raise ValueError(f"every part must share the same {name} rows to be joined")
+                raise ConfigError(f"parts must share the same {name} rows to be joined")
     out = {}
     for f in fields(Prompts):
         vals = [getattr(p, f.name) for p in parts]
@@ -111,7 +111,7 @@ def all_levels_error(F: torch.Tensor, z: torch.Tensor) -> float:
     """
     F, z = torch.as_tensor(F), torch.as_tensor(z)
     if F.dim() != 2 or F.shape != z.shape:
-        raise ValueError(f"F and z must both have shape (H, n); got {tuple(F.shape)} and {tuple(z.shape)}")
+        raise ConfigError(f"F and z must both have shape (H, n); got {tuple(F.shape)} and {tuple(z.shape)}")
     margin = torch.where(torch.isfinite(F), z.to(F.dtype) * F, torch.full_like(F, float("nan")))
     worst = torch.amin(margin, dim=0)  # (n,)
     return zero_one_error(worst, torch.ones_like(worst))

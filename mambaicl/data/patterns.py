@@ -11,11 +11,12 @@ Glossary (code name -> paper symbol):
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import torch
 
-from ..config import DataConfig
+from ..config import ConfigError, DataConfig
 
 __all__ = ["Patterns", "make_patterns", "test_outliers"]
 
@@ -30,6 +31,20 @@ class Patterns:
 
     def to_dict(self) -> dict:
         return {"mu": self.mu, "nu": self.nu, "v": self.v}
+
+    @property
+    def key(self) -> str:
+        """A value key: patterns with the same dtype, shapes and numbers have equal keys (SHA-256 of the bytes)."""
+        cached = self.__dict__.get("_key")
+        if cached is None:
+            h = hashlib.sha256()
+            for t in (self.mu, self.nu, self.v):
+                t = t.detach().cpu().contiguous()
+                h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+                h.update(t.view(torch.uint8).numpy().tobytes())
+            cached = h.hexdigest()
+            object.__setattr__(self, "_key", cached)  # computed once (the patterns are not changed in place)
+        return cached
 
     def to(self, dtype: torch.dtype | None = None, device=None) -> "Patterns":
         """The same patterns in another dtype and/or on another device."""
@@ -62,7 +77,7 @@ def test_outliers(v: torch.Tensor, v_coeffs) -> torch.Tensor:
     """
     lam = torch.tensor(v_coeffs, dtype=v.dtype, device=v.device)  # (S, V)
     if lam.dim() != 2 or lam.shape[1] != v.shape[0]:
-        raise ValueError(f"v_coeffs must have shape (S, V) with V = {v.shape[0]}; got {tuple(lam.shape)}")
+        raise ConfigError(f"v_coeffs must have shape (S, V) with V = {v.shape[0]}; got {tuple(lam.shape)}")
     return lam @ v  # (S, d)
 
 

@@ -181,20 +181,18 @@ class SST2Source:
 
     Definition 1 on sentences: each context example carries the phrase with probability ``p_a``
     (placement R) and then a random label (rule C). With ``switch`` (App. 8.1's curriculum), the
-    draws from the ``switch``-th on use placement CQ instead. ``sample(batch, generators)`` draws
-    one batch per generator and stacks them: ``P`` ``(S, batch, l+1, d+1)``, ``z`` ``(S, batch)``,
-    batch ``s`` exactly the prompts ``sst2_prompts(..., generator=generators[s])`` of a run alone.
-
-    The curriculum counts draws, so one source serves one training call: build a fresh one for each.
-    Two sources are equal (and share their draws) when they read the same pool object with the same
-    settings.
+    draws of the steps from ``switch`` on use placement CQ instead. ``sample_at(step, batch, generators)``
+    draws one batch per generator for training step ``step`` (the engine passes it) and stacks them:
+    ``P`` ``(S, batch, l+1, d+1)``, ``z`` ``(S, batch)``, batch ``s`` exactly the prompts
+    ``sst2_prompts(..., generator=generators[s])`` of a run alone. The source holds no state: its draws
+    depend only on the step and the generators. Two sources are equal (and share their draws) when they
+    read the same pool object with the same settings.
     """
 
     def __init__(self, pool: EmbeddedPool, *, l: int, p_a: float, switch: int | None = None) -> None:
         self.pool, self.l = pool, check_int("l", l, 1)
         self.p_a = check_real("p_a", p_a, 0.0, 1.0, high_open=True)
         self.switch = None if switch is None else check_int("switch", switch, 0)
-        self.calls = 0
         self.key = (id(pool), self.l, self.p_a, self.switch)
 
     @property
@@ -202,8 +200,12 @@ class SST2Source:
         return self.pool.d
 
     def sample(self, batch: int, generators) -> tuple:
-        placement = "CQ" if self.switch is not None and self.calls >= self.switch else "R"
-        self.calls += 1
+        """The draws of the first step (placement R): :meth:`sample_at` at step 0."""
+        return self.sample_at(0, batch, generators)
+
+    def sample_at(self, step: int, batch: int, generators) -> tuple:
+        """The draws of training step ``step`` (0-based): placement CQ from step ``switch`` on, else R."""
+        placement = "CQ" if self.switch is not None and step >= self.switch else "R"
         prs = [sst2_prompts(self.pool, batch, l=self.l, alpha=self.p_a, placement=placement, rule="C", generator=g)
                for g in generators]
         return torch.stack([pr.P for pr in prs]), torch.stack([pr.z for pr in prs])  # (S, batch, l+1, d+1), (S, batch)

@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import torch
 
-from ..config import DataConfig, TestConfig
+from ..config import RULES, ConfigError, DataConfig, TestConfig
 from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
@@ -184,16 +184,16 @@ def _rows(M: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 def _check_tasks(tasks: torch.Tensor, M1: int) -> None:
     if tasks.dim() != 2 or tasks.shape[1] != 2 or tasks.shape[0] < 1:
-        raise ValueError(f"tasks must have shape (n_tasks, 2); got {tuple(tasks.shape)}")
+        raise ConfigError(f"tasks must have shape (n_tasks, 2); got {tuple(tasks.shape)}")
     if tasks.min() < 0 or tasks.max() >= M1 or torch.any(tasks[:, 0] == tasks[:, 1]):
-        raise ValueError(f"tasks must be pairs (a, b) of distinct indices in [0, {M1}); got {tasks.tolist()}")
+        raise ConfigError(f"tasks must be pairs (a, b) of distinct indices in [0, {M1}); got {tasks.tolist()}")
 
 
 def draw_uniforms(generator, batch: int, l: int) -> torch.Tensor:
     """The uniforms of ``batch`` prompts of ``l`` examples: ``(batch, n)`` for one generator,
     ``(S, batch, n)`` for a list of ``S``; ``n = 1 + 3 (l+1) + 3 l`` (float64)."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a positive integer; got {batch!r}")
+        raise ConfigError(f"batch must be a positive integer; got {batch!r}")
     n = 1 + 3 * (l + 1) + 3 * l
     if isinstance(generator, (list, tuple)):
         u = torch.empty(len(generator), batch, n, dtype=torch.float64)
@@ -257,7 +257,7 @@ def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
 
     ``R`` (random): each example independently with probability ``alpha`` (Eq. (5)). ``FQ`` /
     ``CQ``: the same Binomial(l, alpha) number of outliers, put on the examples farthest from /
-    closest to the query (§4.2). The display labels ``"random"``, ``"far"``, ``"close"`` are
+    closest to the query (§4.2). The display labels ``"random position"``, ``"far"``, ``"close"`` are
     accepted as aliases (:func:`mambaicl.config.placement_id`).
     """
     placement = placement_id(placement)
@@ -279,7 +279,7 @@ def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.T
         return torch.full_like(labels, float(target))
     if rule == "C":
         return (1.0 - 2.0 * (u_coin < 0.5).to(torch.float64)).to(labels.dtype)
-    raise ValueError(f"rule must be one of ('A', 'B', 'C'); got {rule!r}")
+    raise ConfigError(f"rule must be one of {RULES}; got {rule!r}")
 
 
 def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, generator) -> Prompts:

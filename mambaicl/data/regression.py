@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import check_choice, check_int, check_real
+from ..config import ConfigError, check_choice, check_int, check_real
 
 __all__ = ["OUTLIER_KINDS", "RegressionPrompts", "regression_prompts", "least_squares_clean", "squared_error"]
 
@@ -120,7 +120,7 @@ def squared_error(F: torch.Tensor, z: torch.Tensor, d: int | None = None) -> flo
     predicting 0 scores 1); ``inf`` if any ``F`` is not finite."""
     F, z = torch.as_tensor(F), torch.as_tensor(z)
     if F.shape != z.shape or F.numel() == 0:
-        raise ValueError(f"F and z must have the same non-empty shape; got {tuple(F.shape)} and {tuple(z.shape)}")
+        raise ConfigError(f"F and z must have the same non-empty shape; got {tuple(F.shape)} and {tuple(z.shape)}")
     if not bool(torch.isfinite(F).all()):
         return float("inf")
     err = float((F.double() - z.double()).pow(2).mean())

@@ -26,6 +26,8 @@ import os
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from ..checks import ConfigError
+
 __all__ = ["ENV_VAR", "SPLIT_FILES", "HEADER", "Row", "load_sst2", "read_glue_tsv", "sub_phrases", "maximal_phrases",
            "inside_any"]
 
@@ -61,7 +63,7 @@ def read_glue_tsv(file: str | os.PathLike) -> List[Row]:
         lines.pop()  # the final newline
     if not lines or tuple(lines[0].rstrip("\r").split("\t")) != HEADER:
         got = lines[0][:80] if lines else "<empty file>"
-        raise ValueError(f"{file}, line 1: expected the header 'sentence<TAB>label'; got {got!r}")
+        raise ConfigError(f"file {file}, line 1: expected the header 'sentence<TAB>label'; got {got!r}")
     return [_parse_row(file, n, line.rstrip("\r")) for n, line in enumerate(lines[1:], start=2)]
 
 
@@ -69,13 +71,13 @@ def _parse_row(file: Path, n: int, line: str) -> Row:
     """One data line -> ``(sentence, label)``, or a ``ValueError`` naming ``file`` and line ``n``."""
     fields = line.split("\t")
     if len(fields) != 2:
-        raise ValueError(f"{file}, line {n}: expected 2 tab-separated fields (sentence, label); "
+        raise ConfigError(f"file {file}, line {n}: expected 2 tab-separated fields (sentence, label); "
                          f"got {len(fields)}: {line[:80]!r}")
     sentence, label = fields[0].strip(), fields[1].strip()
     if not sentence:
-        raise ValueError(f"{file}, line {n}: empty sentence")
+        raise ConfigError(f"file {file}, line {n}: empty sentence")
     if label not in ("0", "1"):
-        raise ValueError(f"{file}, line {n}: label must be 0 or 1; got {label!r}")
+        raise ConfigError(f"file {file}, line {n}: label must be 0 or 1; got {label!r}")
     return sentence, int(label)
 
 

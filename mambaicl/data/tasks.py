@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from ..checks import ConfigError
+
 __all__ = ["all_tasks", "training_tasks", "unseen_tasks", "check_condition_1", "cyclic_distance", "task_groups",
            "tasks_by_group"]
 
@@ -14,7 +16,7 @@ __all__ = ["all_tasks", "training_tasks", "unseen_tasks", "check_condition_1", "
 def all_tasks(M1: int) -> torch.Tensor:
     """Every ordered pair ``(a, b)``, ``a != b``: the task set ``T``, ``(M1 (M1 - 1), 2)``."""
     if M1 < 2:
-        raise ValueError(f"M1 must be >= 2 to form a task; got {M1}")
+        raise ConfigError(f"M1 must be >= 2 to form a task; got {M1}")
     pairs = [(a, b) for a in range(M1) for b in range(M1) if a != b]
     return torch.tensor(pairs, dtype=torch.long)
 
@@ -25,7 +27,7 @@ def training_tasks(M1: int) -> torch.Tensor:
     The last task maps ``mu_{M1} -> +1`` and ``mu_1 -> -1``; ``(M1, 2)``.
     """
     if M1 < 3:
-        raise ValueError(f"M1 must be >= 3 for the cyclic construction of Condition 1; got {M1}")
+        raise ConfigError(f"M1 must be >= 3 for the cyclic construction of Condition 1; got {M1}")
     a = torch.arange(M1)
     return torch.stack([a, (a + 1) % M1], dim=1)
 

@@ -3,28 +3,52 @@
 Every module follows the protocol of :mod:`mambaicl.experiments.base`: named presets, a
 ``run(preset, *, seeds, device, progress) -> Result`` and ``Result.to_json()``. Adding an
 experiment is adding a module here (and its chapter section); the CLI finds it by itself.
+
+**Discovery rule.** A module of this package is an experiment if and only if it assigns ``PRESETS`` at its top
+level (every experiment declares its named presets; read from the source, without importing the module). The
+protocol (``base``), the result store (``store``) and helper modules (``mechanism_fit``, ``sst2_train``) declare
+no presets, so they are not experiments; no list of exceptions is kept by hand.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import pkgutil
+from pathlib import Path
 from types import ModuleType
+
+from ..config import ConfigError
 
 __all__ = ["names", "get"]
 
-_NOT_EXPERIMENTS = {"base", "store", "mechanism_fit", "sst2_train"}  # the protocol, the result store, two helper modules
+
+def _declares_presets(path: Path) -> bool:
+    """Whether the module's source assigns ``PRESETS`` at its top level (the discovery rule)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "PRESETS" for t in targets):
+            return True
+    return False
 
 
 def names() -> list[str]:
-    """The names of all experiments, sorted."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _NOT_EXPERIMENTS
-                  and not m.name.startswith("_"))
+    """The names of all experiments (modules that declare ``PRESETS``), sorted."""
+    return list(_names())
+
+
+@functools.lru_cache(maxsize=1)
+def _names() -> tuple:
+    here = Path(__path__[0])
+    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
+                  if not m.ispkg and not m.name.startswith("_") and _declares_presets(here / f"{m.name}.py")))
 
 
 def get(name: str) -> ModuleType:
-    """The experiment module called ``name``; a ``ValueError`` lists the known names."""
+    """The experiment module called ``name``; a :class:`~mambaicl.config.ConfigError` lists the known names."""
     if name not in names():
-        raise ValueError(f"unknown experiment {name!r}; known experiments: {', '.join(names())}")
+        raise ConfigError(f"name must be one of the experiments {', '.join(names())}; got {name!r}")
     module = importlib.import_module(f"{__name__}.{name}")
     for attr in ("PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "run"):
         if not hasattr(module, attr):

@@ -106,16 +106,16 @@ class DynamicsPreset(Preset):
     def _check(self) -> None:
         for kind in KINDS:
             if kind not in self.lr or kind not in self.lr_grid:
-                raise ValueError(f"lr and lr_grid must give a value for each of {KINDS}; "
+                raise ConfigError(f"lr and lr_grid must give a value for each of {KINDS}; "
                                  f"got {self.lr!r}, {self.lr_grid!r}")
             check_real(f"lr[{kind!r}]", self.lr[kind], 0.0, 1.0, low_open=True)
             grid = check_reals(f"lr_grid[{kind!r}]", self.lr_grid[kind], 0.0, 1.0, low_open=True, min_len=2)
             if self.lr[kind] not in grid:
-                raise ValueError(f"lr_grid[{kind!r}] must contain the base step size {self.lr[kind]}; got {grid}")
+                raise ConfigError(f"lr_grid[{kind!r}] must contain the base step size {self.lr[kind]}; got {grid}")
         for name, base in (("p_a_grid", self.data.p_a), ("beta_grid", self.data.beta), ("M1_grid", self.data.M1),
                            ("l_tr_grid", self.data.l_tr)):
             if base not in getattr(self, name):
-                raise ValueError(f"{name} must contain the base value {base}; got {getattr(self, name)!r}")
+                raise ConfigError(f"{name} must contain the base value {base}; got {getattr(self, name)!r}")
         self.settings()  # every point of every sweep must be a valid DataConfig (raises ValueError)
         check_int("dense_until", self.dense_until, 1, self.steps)
         check_int("early_min", self.early_min, 1, self.dense_until)

@@ -30,24 +30,24 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import (RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, TrainConfig, check_choice,
+from ..config import (RULES, ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, TrainConfig, check_choice,
                       check_int, check_reals, check_trains, choices, instance, integer, reals, synthetic_trains,
                       to_dict, trains)
 from ..data import (Patterns, all_tasks, cyclic_distance, make_patterns, task_groups, test_outliers,
-                    test_prompts, training_prompts, training_tasks)
+                    test_prompts, training_tasks)
 from ..evaluate import errors_by_task_group, model_error, test_error
 from ..analysis.fits import crossing
-from ..analysis.stepsize import search_seeds, step_size_search
+from ..analysis.stepsize import search_seeds, step_size_search, validation_hinge
 from ..analysis.lemmas import pattern_attention
 from ..analysis.stats import compare, error_mean_se, interval_from_se
 from ..models import ONE_LAYER_KINDS
 from ..seeding import torch_generator, torch_generators
-from ..train import Member, SyntheticData, loss_per_model, train
+from ..train import Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "members", "trained_models",
-           "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_search", "EtaSearch", "eta_test_errors",
+           "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_table", "EtaSearch", "eta_test_errors",
            "breakdown_sweep", "Breakdown"]
 
 
@@ -75,7 +75,7 @@ class Fig2Preset(Preset):
             check_choice("train model kind", kind, ONE_LAYER_KINDS)
         check_trains("train", self.train, min_m=self.data.d)
         if len(self.test.v_coeffs[0]) != self.data.V:
-            raise ValueError(f"test.v_coeffs rows must have V = {self.data.V} entries; got {len(self.test.v_coeffs[0])}")
+            raise ConfigError(f"test.v_coeffs rows must have V = {self.data.V} entries; got {len(self.test.v_coeffs[0])}")
 
     @property
     def models(self) -> tuple:
@@ -85,7 +85,7 @@ class Fig2Preset(Preset):
 #: "plain": the first honest attempt. One step size for every model; test outliers exactly as strong
 #: as the training ones (kappa_a' = kappa_a, the lower end of Theorem 2(b)); K' = 1.5.
 PLAIN = Fig2Preset(name="plain", train=synthetic_trains(lr=0.1), test=TestConfig(kappa_a_prime=2.0, K_prime=1.5))
-#: "fig2": step sizes from the search of Chapter 4 (:func:`eta_search`: lowest mean validation hinge loss on
+#: "fig2": step sizes from the search of Chapter 4 (:func:`eta_table`: lowest mean validation hinge loss on
 #: Definition 1 prompts, i.e. on the *training* distribution, 5 seeds that are not Figure 2's; grids
 #: :data:`ETA_GRIDS`): 1.0 for both Mamba parametrisations (the largest step Theorems 1 and 3 allow, eta <= 1)
 #: and 0.01 for the linear Transformer; and kappa_a' = kappa_a / L: the weakest test outlier (coefficients
@@ -282,7 +282,7 @@ def below_up_to(alphas, mean, se, n_seeds: int, level: float = 0.01) -> float:
     interval over ``n_seeds`` seeds, ``mean + t_{S-1} SE < level``, at each ``alpha`` from the first);
     ``nan`` if the first is not. With ``se`` = 0 this compares the means."""
     if not (len(alphas) == len(mean) == len(se)) or not len(alphas):
-        raise ValueError("alphas, mean and se must be non-empty and aligned; "
+        raise ConfigError("alphas, mean and se must be non-empty and aligned; "
                          f"got {len(alphas)}, {len(mean)}, {len(se)}")
     high = [interval_from_se(m, s, n_seeds).high for m, s in zip(mean, se)]
     return crossing(alphas, high, level, interpolate="before", never=float(alphas[-1]))
@@ -317,27 +317,22 @@ class EtaSearch(Result):
         return compare(self.hinge_per_seed[i], self.hinge_per_seed[j])
 
 
-def eta_search(preset: Fig2Preset, kind: str, lrs, seeds=None, n_val: int = 4000) -> EtaSearch:
-    """Step-size search on the *training* distribution (:func:`mambaicl.analysis.stepsize.step_size_search`):
-    validation hinge loss on Definition 1 prompts (training tasks, stream ``(seed, "validation")``, the same
-    prompts for every step size) after training with each ``lr`` for ``preset.train[kind].steps`` steps; the
-    best has the lowest mean over seeds; a step size at which any seed diverges scores ``inf`` (0-1 error 1).
-    The default seeds are the first five not in :data:`DEFAULT_SEEDS` (5-9), so that the figure's runs play
-    no part in choosing their step size."""
+def eta_table(preset: Fig2Preset, kind: str, lrs, seeds=None, n_val: int = 4000) -> EtaSearch:
+    """The step-size table of Chapter 4: the book's one search (:func:`mambaicl.analysis.stepsize.step_size_search`)
+    of ``kind`` over ``lrs``, scored by the validation hinge loss on Definition 1 prompts
+    (:func:`mambaicl.analysis.stepsize.validation_hinge`: training tasks, stream ``(seed, "validation")``, the same
+    prompts for every step size) after ``preset.train[kind].steps`` steps, with each step size's 0-1 error on those
+    prompts (1 where a seed diverges). The default seeds are the first five not in :data:`DEFAULT_SEEDS` (5-9), so
+    that the figure's runs play no part in choosing their step size."""
     lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
     check_choice("kind", kind, preset.models)
     seeds = search_seeds(DEFAULT_SEEDS) if seeds is None else resolve_seeds(seeds)
     pat = patterns(preset)
-    val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val,
-                           torch_generators(seeds, "validation"))
     S = len(seeds)
-    vals = val[torch.arange(S).repeat(len(lrs))]  # member k S + s reads seed s's prompts
-
-    def hinge(trained) -> list:
-        with torch.no_grad():
-            return loss_per_model("hinge", trained.models[0](vals), vals.z).tolist()
-
-    search = step_size_search(members(preset, pat, seeds[:1], kind)[0], lrs, preset.train[kind], hinge, seeds=seeds)
+    hinge = validation_hinge(pat, preset.data, seeds, n_val)
+    vals = hinge.prompts(len(lrs) * S)
+    search = step_size_search(members(preset, pat, seeds[:1], kind)[0], lrs, preset.train[kind], hinge, seeds=seeds,
+                              reported=DEFAULT_SEEDS)
     stack = search.trained.models[0]
     e = model_error(stack, vals, vals.z)
     error = [1.0 if any(search.diverged[k]) else sum(e[k * S:(k + 1) * S]) / S for k in range(len(lrs))]
@@ -352,7 +347,7 @@ def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str 
     models, ``{lr: [[error of seed s at alphas[i]]]}``; seed ``s`` is tested on prompts from the streams
     ``(s, "eta-test/<rule>/<alpha>")``, the same for every step size. Needs a batched search."""
     if search.stack is None:
-        raise ValueError("eta_test_errors needs the stack of a batched search (search.stack is None)")
+        raise ConfigError("search must hold the stack of a batched search (eta_table); search.stack is None")
     pat = patterns(preset)
     S, K = len(search.seeds), len(search.lrs)
     member_seed = torch.arange(S).repeat(K)

@@ -205,30 +205,23 @@ def _labels(preset: AblationsPreset) -> list:
             f"linear, {M_SMALL} = {preset.m_small}", "linear"]
 
 
-def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True,
-        reuse: dict | None = None) -> AblationsResult:
-    """Train every model of the ablations as members of one engine call and measure them.
-
-    Args:
-        reuse: ``{"mamba": stack, "linear": stack}`` of Figure 2's models for ``seeds`` (e.g. ``fig2.run``'s
-            ``models``), used instead of retraining the cycle's Mamba and linear Transformer (the chapter).
-    """
-    seeds = resolve_seeds(seeds)
-    reuse = dict(reuse or {})
-    base = preset.base
-    pat = fig2.patterns(base)
-    pat_l = make_patterns(_large_data(preset), torch_generator(base.pattern_seed, "patterns"), dtype=pat.mu.dtype)
-    labels = _labels(preset)
-    M1 = base.data.M1
-    spec = {CYCLE: ("mamba", pat, base.data, task_set(CYCLE, M1), base.train["mamba"].m),
-            **{n: ("mamba", pat, base.data, task_set(n, M1), base.train["mamba"].m) for n in preset.task_sets},
-            labels[-4]: ("mamba", pat_l, _large_data(preset), task_set(CYCLE, preset.large_M1), base.train["mamba"].m),
+def _spec(preset: AblationsPreset, pat, pat_l) -> dict:
+    """``label -> (kind, patterns, data config, training tasks, m)`` of every model of the ablations."""
+    base, labels, M1 = preset.base, _labels(preset), preset.base.data.M1
+    m_mamba = base.train["mamba"].m
+    return {CYCLE: ("mamba", pat, base.data, task_set(CYCLE, M1), m_mamba),
+            **{n: ("mamba", pat, base.data, task_set(n, M1), m_mamba) for n in preset.task_sets},
+            labels[-4]: ("mamba", pat_l, _large_data(preset), task_set(CYCLE, preset.large_M1), m_mamba),
             labels[-3]: ("mamba", pat, base.data, task_set(CYCLE, M1), preset.m_small),
             labels[-2]: ("linear", pat, base.data, task_set(CYCLE, M1), preset.m_small),
             "linear": ("linear", pat, base.data, task_set(CYCLE, M1), base.train["linear"].m)}
-    reused = {CYCLE: reuse.get("mamba"), "linear": reuse.get("linear")}
-    members, owner = [], []
-    data_of = {}
+
+
+def _trained_models(preset: AblationsPreset, spec: dict, reused: dict, seeds, device, progress) -> tuple:
+    """Every model not ``reused`` trained as members of one engine call. Returns ``(models, final)``:
+    ``label -> (stack, slots of the seeds)`` and ``label -> mean last batch loss``."""
+    base = preset.base
+    members, owner, data_of = [], [], {}
     for lab, (kind, p, dcfg, tasks, m) in spec.items():
         if reused.get(lab) is not None:
             continue
@@ -245,8 +238,12 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
         idx = [i for i, (o, _) in enumerate(owner) if o == lab]
         models[lab] = (trained.model(idx[0]), [trained.slot(i) for i in idx])
         final[lab] = sum(trained.losses(i)[-1] for i in idx) / len(idx)
-    # alpha = 0: every task, every model; group errors by each model's own training set
-    all_task, groups, sizes = {}, {}, {}
+    return models, final
+
+
+def _task_errors(preset: AblationsPreset, spec: dict, models: dict, seeds) -> tuple:
+    """At alpha = 0, every task, every model (each distinct stack tested once on its patterns): per label, the
+    all-task error per seed, the errors per task group of its own training set, and the groups' sizes."""
     stacks = {}  # id(patterns) -> distinct stacks tested on them
     for lab, (stack, _) in models.items():
         group = stacks.setdefault(id(spec[lab][1]), (spec[lab][1], []))[1]
@@ -254,34 +251,61 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
             group.append(stack)
     per_task = {}  # id(stack) -> [member][task]
     for p, group in stacks.values():
-        for st, errs in zip(group, _per_task([(st, _member_seeds(models, st)) for st in group], p, base, seeds,
+        for st, errs in zip(group, _per_task([(st, _member_seeds(models, st)) for st in group], p, preset.base, seeds,
                                              preset.n_task)):
             per_task[id(st)] = errs
+    all_task, groups, sizes = {}, {}, {}
     for lab, (stack, slots) in models.items():
         errs = [per_task[id(stack)][k] for k in slots]  # [seed][task]
         all_task[lab] = [sum(e) / len(e) for e in errs]
         by_group = tasks_by_group_for(spec[lab][3], spec[lab][1].mu.shape[0])
         groups[lab] = {g: [sum(e[t] for t in ts) / len(ts) for e in errs] for g, ts in by_group.items()}
         sizes[lab] = {g: len(ts) for g, ts in by_group.items()}
-    # Figure 2 at m = l + 1 beside m = d + 1: rule A, all tasks, one draw per alpha for the four models
-    m_labs = (CYCLE, labels[-3], "linear", labels[-2])
-    pairs = [(models[lab][0], _member_seeds(models, models[lab][0])) for lab in m_labs]
-    rows = [member_errors(pairs, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(M1),
-                          preset.n_m, seeds, f"ablations/m/{float(a)}") for a in preset.m_alphas]  # [alpha][model][member]
-    m_errors = {lab: [[row[i][k] for k in models[lab][1]] for row in rows] for i, lab in enumerate(m_labs)}
-    # Theorem 4(d): the Figure 2 linear Transformer at growing l_ts, alphas below 1/2
+    return all_task, groups, sizes
+
+
+def _thm4d(preset: AblationsPreset, models: dict, pat, seeds) -> dict:
+    """Theorem 4(d): the Figure 2 linear Transformer's error at growing ``l_ts``, alphas below 1/2, and the
+    lengths it needs to reach ``preset.level``."""
+    base = preset.base
     lin, slots = models["linear"]
     if slots != list(range(lin.n_seeds)):
         raise RuntimeError("the linear Transformer's stack must hold exactly the seeds, in order")
-    err4 = [error_by_length(lin, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(M1),
+    err4 = [error_by_length(lin, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(base.data.M1),
                             preset.n_4d, preset.lengths, torch_generators(seeds, f"ablations/4d/{float(a)}"))
             for a in preset.alphas_4d]
     needed = [lengths_needed(preset.lengths, e, preset.level) for e in err4]
-    thm4d = {"alphas": list(preset.alphas_4d), "lengths": list(preset.lengths), "level": preset.level,
-             "errors": err4, "needed": needed, "fits": alpha_fits(preset.alphas_4d, needed)}
+    return {"alphas": list(preset.alphas_4d), "lengths": list(preset.lengths), "level": preset.level,
+            "errors": err4, "needed": needed, "fits": alpha_fits(preset.alphas_4d, needed)}
+
+
+def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True,
+        reuse: dict | None = None) -> AblationsResult:
+    """Train every model of the ablations as members of one engine call and measure them.
+
+    Args:
+        reuse: ``{"mamba": stack, "linear": stack}`` of Figure 2's models for ``seeds`` (e.g. ``fig2.run``'s
+            ``models``), used instead of retraining the cycle's Mamba and linear Transformer (the chapter).
+    """
+    seeds = resolve_seeds(seeds)
+    reuse = dict(reuse or {})
+    base = preset.base
+    pat = fig2.patterns(base)
+    pat_l = make_patterns(_large_data(preset), torch_generator(base.pattern_seed, "patterns"), dtype=pat.mu.dtype)
+    labels = _labels(preset)
+    spec = _spec(preset, pat, pat_l)
+    reused = {CYCLE: reuse.get("mamba"), "linear": reuse.get("linear")}
+    models, final = _trained_models(preset, spec, reused, seeds, device, progress)
+    all_task, groups, sizes = _task_errors(preset, spec, models, seeds)
+    # Figure 2 at m = l + 1 beside m = d + 1: rule A, all tasks, one draw per alpha for the four models
+    m_labs = (CYCLE, labels[-3], "linear", labels[-2])
+    pairs = [(models[lab][0], _member_seeds(models, models[lab][0])) for lab in m_labs]
+    rows = [member_errors(pairs, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(base.data.M1),
+                          preset.n_m, seeds, f"ablations/m/{float(a)}") for a in preset.m_alphas]  # [alpha][model][member]
+    m_errors = {lab: [[row[i][k] for k in models[lab][1]] for row in rows] for i, lab in enumerate(m_labs)}
     cfg = to_dict(preset)
-    cfg["task_set_tasks"] = {n: task_set(n, M1).tolist() for n in (CYCLE, *preset.task_sets)}
+    cfg["task_set_tasks"] = {n: task_set(n, base.data.M1).tolist() for n in (CYCLE, *preset.task_sets)}
     return AblationsResult(preset=preset.name, seeds=list(seeds), task_sets=cfg["task_set_tasks"], all_task=all_task,
                            groups=groups, group_sizes=sizes, n_task=preset.n_task, m_alphas=list(preset.m_alphas),
-                           m_errors=m_errors,
-                           thm4d=thm4d, final_train_loss=final, config=cfg, models=models)
+                           m_errors=m_errors, thm4d=_thm4d(preset, models, pat, seeds), final_train_loss=final,
+                           config=cfg, models=models)

@@ -18,8 +18,8 @@ Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")``
 budgets agree) and its gates are read on ``(s, "gates")``. Patterns: Figure 2's.
 
 Step sizes: ``"mamba"`` and ``"none"`` take Figure 2's (:data:`mambaicl.config.SYNTHETIC_LR`, read when this module
-is imported); the others come from the book's one step-size search (:func:`lr_search`, i.e.
-:func:`mambaicl.analysis.stepsize.step_size_search`: lowest validation hinge loss on Definition 1 prompts, the
+is imported); the others come from the book's one step-size search
+(:func:`mambaicl.analysis.stepsize.step_size_search` with :func:`search_setup`: lowest validation hinge loss on Definition 1 prompts, the
 training distribution, over :data:`ETA_GRID`, 3 seeds), recorded in :data:`SEARCHED_LR`. The search's seeds
 (3-5) are disjoint from :data:`DEFAULT_SEEDS` (the reported ones).
 """
@@ -31,30 +31,30 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..analysis.stepsize import RecordedStep, StepSizeSearch, search_seeds, step_size_search, warn_if_chosen_on
+from ..analysis.stepsize import RecordedStep, search_seeds, validation_hinge, warn_if_chosen_on
 from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, check_choice,
-                      check_choices, check_instance, check_reals, check_trains, instance, integer, real, reals,
+                      check_choices, check_instance, check_trains, instance, integer, real, reals,
                       synthetic_trains, to_dict, trains)
-from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_prompts, training_tasks
+from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..models.gla import GATE_FAMILIES, GATE_SETTINGS, GateConfig, GLAStack
 from ..seeding import torch_generator, torch_generators
-from ..train import Member, SyntheticData, loss_per_model, train
+from ..train import Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
            "DEFAULT_SEEDS", "GatesResult", "family_members", "as_gla", "gate_statistics", "run",
-           "ETA_GRID", "lr_search"]
+           "ETA_GRID", "search_setup"]
 
 
-#: step sizes of the families that Figure 2 does not train: what :func:`lr_search` (the book's one search, over
-#: :data:`ETA_GRID`, the preset's budget) chooses on the seeds 3-5 after the reported :data:`DEFAULT_SEEDS`, recorded
+#: step sizes of the families that Figure 2 does not train: what the book's one search
+#: (``step_size_search(lrs=ETA_GRID, **search_setup(APP12, family))``, the preset's budget) chooses on the seeds 3-5 after the reported :data:`DEFAULT_SEEDS`, recorded
 #: (:class:`mambaicl.analysis.stepsize.RecordedStep`); ``tests/test_beyond_experiments.py`` re-runs the search. (The
 #: first record came from seeds 0-2, the reported ones; on seeds 3-5 the search chooses the same for five families
 #: and 0.1 instead of 0.3 for "gla": validation hinge loss 0.0013 at 0.1 against 0.0054 at 0.3.)
 DEFAULT_SEEDS = (0, 1, 2)  # the reported seeds
 ETA_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)
-_HOW = "validation hinge loss on Definition 1 prompts after the preset's budget (lr_search)"
+_HOW = "validation hinge loss on Definition 1 prompts after the preset's budget (search_setup)"
 SEARCHED_LR = {f: RecordedStep(lr, ETA_GRID, search_seeds(DEFAULT_SEEDS, 3), _HOW)
                for f, lr in {"mamba2": 1.0, "mamba2_app12": 0.1, "gated_retention": 0.1, "retnet": 0.01, "gla": 0.1,
                              "gla_app12": 0.3}.items()}
@@ -244,21 +244,13 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
                        histories=hists, spec=preset)
 
 
-def lr_search(preset: GatesPreset, family: str, lrs=ETA_GRID, seeds=None, n_val: int = 4000) -> StepSizeSearch:
-    """The step size of ``family`` by the book's one search (:func:`mambaicl.analysis.stepsize.step_size_search`):
-    lowest mean validation hinge loss on Definition 1 prompts (training tasks, stream ``(seed, "validation")``)
-    after the preset's budget. Default seeds: the first three not in :data:`DEFAULT_SEEDS` (the reported ones)."""
+def search_setup(preset: GatesPreset, family: str, seeds=None, n_val: int = 4000) -> dict:
+    """The arguments of the book's one search (:func:`mambaicl.analysis.stepsize.step_size_search`) for
+    ``family`` (all but ``lrs``): its member, the preset's budget, the validation hinge loss on Definition 1
+    prompts (:func:`mambaicl.analysis.stepsize.validation_hinge`), the search seeds (default: the first three
+    not in :data:`DEFAULT_SEEDS`) and the reported seeds. ``step_size_search(lrs=ETA_GRID, **setup)``."""
     check_choice("family", family, preset.families)
-    lrs = check_reals("lrs", lrs, 0.0, 1.0, low_open=True)
     seeds = search_seeds(DEFAULT_SEEDS, 3) if seeds is None else resolve_seeds(seeds)
     pat = patterns(preset)
-    val = training_prompts(pat, preset.data, training_tasks(preset.data.M1), n_val,
-                           torch_generators(seeds, "validation"))
-    vals = val[torch.arange(len(seeds)).repeat(len(lrs))]  # member k S + s reads seed s's prompts
-
-    def hinge(trained) -> list:
-        with torch.no_grad():
-            return loss_per_model("hinge", predict(trained.models[0], vals), vals.z).tolist()
-
-    return step_size_search(family_members(preset, family, pat, seeds[:1])[0], lrs, preset.train[family], hinge,
-                            seeds=seeds, reported=DEFAULT_SEEDS)
+    return {"template": family_members(preset, family, pat, seeds[:1])[0], "cfg": preset.train[family],
+            "score": validation_hinge(pat, preset.data, seeds, n_val), "seeds": seeds, "reported": DEFAULT_SEEDS}

@@ -35,20 +35,20 @@ from typing import Optional
 
 import torch
 
-from ..analysis.corollaries import SumRecorder, group_report, mechanism_report, placement_cost
+from ..analysis.corollaries import (SumRecorder, decay_summary, group_report, layer_table,  # noqa: F401
+                                    mechanism_report, placement_cost)
 from ..evaluate import errors_by_task_group
-from ..analysis.fits import decay_stats
 from ..analysis.stats import compare, error_mean_se, mean_se
 from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
                       check_int, check_ints, choices, flag, instance, integer, integers, real, reals, to_dict)
 from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator
-from ..members import build_members
-from ..train import Member, MemberStack, SyntheticData, train
+from ..members import build_members, member_model
+from ..train import EarlyStopping, Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 from ..analysis.stepsize import RecordedStep, search_seeds
-from .mechanism_fit import search_step_size, token_norms, train_to_plateau, validation_prompts
+from .mechanism_fit import search_step_size, token_norms, validation_loss, validation_prompts
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
@@ -154,7 +154,7 @@ def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
 def build(preset: MechanismPreset, seed: int, device=None) -> torch.nn.Module:
     """The untrained model of ``preset`` for seed ``seed`` (initial values from ``(seed, "init")``), as the engine
     builds it (:func:`seed_members`)."""
-    return _member(build_members(seed_members(preset, (seed,)), resolve_device(device)), 0)
+    return member_model(build_members(seed_members(preset, (seed,)), resolve_device(device)), 0)
 
 
 @dataclass
@@ -205,11 +205,6 @@ def seed_members(preset: MechanismPreset, seeds, lr: Optional[float] = None) -> 
             for s in resolve_seeds(seeds)]
 
 
-def _member(model, i: int) -> torch.nn.Module:
-    """Member ``i`` of the engine's stacked model: a copy (one-layer stack) or the deep model itself."""
-    return model.members[i] if isinstance(model, MemberStack) else model.member(i)
-
-
 def search(preset: MechanismPreset, reported, *, device=None):
     """The step-size search of ``preset`` (:func:`mambaicl.experiments.mechanism_fit.search_step_size`) over
     ``preset.lrs`` on ``preset.n_search`` seeds disjoint from ``reported``; ``None`` if ``preset.lrs`` is empty."""
@@ -228,7 +223,8 @@ def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, dev
     ``preset.steps_to_record`` (and before training, on the engine's initial model). Seed ``s`` starts from
     ``(s, "init")`` and trains on ``(s, "train")``, as it would alone; with ``preset.val_every`` every seed
     trains until its validation loss stops improving and keeps its best check
-    (:func:`mambaicl.experiments.mechanism_fit.train_to_plateau`). Returns one :class:`SeedRun` per seed."""
+    (the engine's early stopping, every seed checked on its own validation prompts, all stopping together when
+    none improves any more). Returns one :class:`SeedRun` per seed."""
     seeds = resolve_seeds(seeds)
     device = resolve_device(device)
     group = seed_members(preset, seeds, lr)
@@ -236,46 +232,30 @@ def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, dev
     recs = [SumRecorder(_sum_prompts(preset, pat, s), steps=preset.steps_to_record) for s in seeds]
     start = build_members(group, device)  # the initial models, as the engine builds them
     for i, rec in enumerate(recs):
-        rec.record(0, _member(start, i))
+        rec.record(0, member_model(start, i))
     at = set(preset.steps_to_record)
 
     def callback(step: int, model) -> None:  # record every member after the updates listed in ``at``
         if step + 1 in at:
             with torch.no_grad():
                 for i, rec in enumerate(recs):
-                    rec.record(step + 1, _member(model, i))
+                    rec.record(step + 1, member_model(model, i))
 
     if preset.val_every:
         data, _ = setting(preset)
         val = [validation_prompts(pat, data, s, preset.n_val) for s in seeds]
-        fit = train_to_plateau(group, preset.train, val, every=preset.val_every, patience=preset.patience,
-                               device=device, callback=callback, progress=progress)
-        return [SeedRun(model=_member(fit.model, i).eval(), history=None, recorder=rec, patterns=pat,
-                        best_step=fit.best_step[i], val_loss=fit.best_loss[i], stopped=fit.stopped,
-                        diverged=fit.diverged[i])
-                for i, rec in enumerate(recs)]
+        stop = EarlyStopping(every=preset.val_every, patience=preset.patience, initial=True, together=True)
+        trained = train(group, preset.train, device=device, progress=progress, record_every=max(preset.train.steps, 1),
+                        callback=callback, nonfinite="mark", stop=stop, validate=validation_loss(val, preset.train.loss))
+        stops = [trained.stopping(i) for i in range(len(seeds))]
+        return [SeedRun(model=trained.member_model(i).eval(), history=None, recorder=rec, patterns=pat,
+                        best_step=st.best_step, val_loss=st.best_loss, stopped=st.stopped_at, diverged=st.diverged)
+                for i, (rec, st) in enumerate(zip(recs, stops))]
     trained = train(group, preset.train, device=device, progress=progress, record_every=record_every,
                     callback=callback)
     model, hist = trained.model(0), trained.groups[0].history
-    return [SeedRun(model=_member(model, i).eval(), history=hist, recorder=rec, patterns=pat)
+    return [SeedRun(model=member_model(model, i).eval(), history=hist, recorder=rec, patterns=pat)
             for i, rec in enumerate(recs)]
-
-
-def decay_summary(rank) -> dict:
-    """Corollary 2(ii) on one seed's median clean gates ``G_{h(1)}, ..., G_{h(J)}``.
-
-    Returns ``factor`` (fitted per-step factor, :func:`mambaicl.analysis.fits.decay_stats`),
-    ``min_ratio`` (smallest successive ratio), ``r2`` (of the log-linear fit) and ``constant``:
-    ``min_j G_{h(j)} 2^{j-1} / G_{h(1)}``, the largest ``c`` with ``G_{h(j)} >= c G_{h(1)} 2^{-(j-1)}``
-    for all ``j <= J`` (Eq. (8) says such a constant exists, independent of ``j``).
-    NaN entries (prompts with fewer than ``j`` clean examples) are dropped from the end.
-    """
-    g = [float(v) for v in rank if v == v]
-    if len(g) < 2 or min(g) <= 0:
-        return {"factor": math.nan, "min_ratio": math.nan, "r2": math.nan, "constant": math.nan}
-    ratios, factor, r2 = decay_stats(g)
-    return {"factor": factor, "min_ratio": float(ratios.min()), "r2": r2,
-            "constant": min(v * 2.0 ** j for j, v in enumerate(g)) / g[0]}
 
 
 @dataclass
@@ -353,86 +333,102 @@ class MechanismResult(Result):
         return error_mean_se(self.groups[group], self.config["n_group"])
 
 
+def _step_size(preset: MechanismPreset, seeds, device) -> tuple:
+    """Step 1: the step size of the reported seeds and how it was chosen: the preset's recorded choice when its
+    search seeds are not reported, else a new search (:func:`search`), else the preset's ``train.lr``.
+    Returns ``(lr, search)``, ``search`` the result's ``search`` field."""
+    rec = preset.recorded_step
+    if rec is not None and rec.usable_for(seeds):  # searched once on the seeds after DEFAULT_SEEDS
+        return rec.lr, {"lrs": list(rec.lrs), "seeds": list(rec.seeds), "best": rec.lr, "recorded": True}
+    found = search(preset, seeds, device=device)
+    if found is None:
+        return preset.train.lr, {}
+    return found.best, {"lrs": found.lrs, "seeds": found.seeds, "mean": found.mean, "per_seed": found.per_seed,
+                        "best": found.best}
+
+
+def _measure_seed(preset: MechanismPreset, s: int, r: SeedRun, test, tasks) -> dict:
+    """Step 3, one seed: its test error on prompts of all tasks, the Corollary 1-2 report of every layer (and its
+    prompts), its errors and sums per task group, its token norms per layer and its cost of locality; each on its
+    own stream ``(s, "test/...")``. Quantities the preset leaves out are absent."""
+    pr = test_prompts(r.patterns, test, tasks, preset.n_test, torch_generator(s, "test/mechanism"))
+    out = {"error": zero_one_error(predict(r.model, pr), pr.z)}
+    if preset.mechanism_groups:  # Corollaries 1-2 on prompts of the chosen task groups only
+        pr = test_prompts(r.patterns, test, mechanism_tasks(preset), preset.n_test,
+                          torch_generator(s, "test/mechanism/groups"))
+    out["prompts"], out["report"] = pr, mechanism_report(r.model, pr, J=preset.J)
+    if preset.n_group and preset.group_sums:
+        out["groups"] = group_report(r.model, r.patterns, test, preset.n_group, s, "test/groups")
+    elif preset.n_group:  # the same draws as group_report, errors only
+        out["groups"] = {g: {"error": v} for g, v in
+                         errors_by_task_group(r.model, r.patterns, test, preset.n_group, s, "test/groups").items()}
+    if preset.n_norms:
+        pr_n = test_prompts(r.patterns, test, tasks, preset.n_norms, torch_generator(s, "test/norms"))
+        out["norms"] = token_norms(r.model, pr_n)
+    if preset.n_placement:
+        out["placement"] = placement_cost(r.model, r.patterns, test, tasks, preset.n_placement, seed=s)
+    return out
+
+
+def _per_seed_tables(measured: list) -> dict:
+    """Step 4: the seeds' measurements as per-seed lists: ``groups`` ``{group: [error per seed]}``, ``group_sums``
+    ``{group: {"same"/"other": [per seed]}}``, ``norms`` ``[per layer {quantity: [per seed]}]`` and ``placement``
+    ``{placement: {quantity: [per seed]}}``."""
+    groups, group_sums, norms, placement = {}, {}, [], {}
+    for m in measured:
+        for g, v in m.get("groups", {}).items():
+            groups.setdefault(g, []).append(v["error"])
+            for k in ("same", "other"):
+                if k in v:
+                    group_sums.setdefault(g, {}).setdefault(k, []).append(v[k])
+        for i, row in enumerate(m.get("norms", [])):
+            if len(norms) <= i:
+                norms.append({})
+            for k, v in row.items():
+                norms[i].setdefault(k, []).append(v)
+        for pl, vals in m.get("placement", {}).items():
+            for k, v in vals.items():
+                placement.setdefault(pl, {}).setdefault(k, []).append(v)
+    return {"groups": groups, "group_sums": group_sums, "norms": norms, "placement": placement}
+
+
+def _training_fields(preset: MechanismPreset, runs: list) -> dict:
+    """Step 6: how the seeds trained: the last batch loss (fixed steps), or the early stopping's kept update count,
+    stopping point, validation loss and divergence (``val_every``)."""
+    if not preset.val_every:
+        return {"final_train_loss": [r.history.loss_of(i)[-1] for i, r in enumerate(runs)]}
+    return {"final_train_loss": [], "best_step": [r.best_step for r in runs], "stopped": runs[0].stopped,
+            "val_loss": [r.val_loss for r in runs], "diverged": [r.diverged for r in runs]}
+
+
 def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> MechanismResult:
     """Train the preset's model for every seed and measure Corollaries 1-2 on Definition 2 prompts.
 
-    All seeds train in one call of the engine (:func:`seed_runs`).
-    Per seed: the test error on ``n_test`` prompts of all tasks (stream ``(s, "test/mechanism")``),
-    the Corollary 1-2 report of every layer on the same prompts (or, with ``mechanism_groups``, on
-    ``n_test`` prompts of those groups' tasks, ``(s, "test/mechanism/groups")``), the error and Corollary 1's sums per
-    task group (``(s, "test/groups")``) and, if ``n_placement``, the cost of locality
-    (:func:`mambaicl.analysis.corollaries.placement_cost`, ``(s, "test/placement")``).
+    The steps: (1) the step size (:func:`_step_size`); (2) every seed trained in one call of the engine
+    (:func:`seed_runs`); (3) per seed, the measurements (:func:`_measure_seed`): the test error on ``n_test``
+    prompts of all tasks (stream ``(s, "test/mechanism")``), the Corollary 1-2 report of every layer on the same
+    prompts (or, with ``mechanism_groups``, on ``n_test`` prompts of those groups' tasks,
+    ``(s, "test/mechanism/groups")``), the error and Corollary 1's sums per task group (``(s, "test/groups")``),
+    the token norms and, if ``n_placement``, the cost of locality (:func:`mambaicl.analysis.corollaries.placement_cost`,
+    ``(s, "test/placement")``); (4-6) the per-seed tables, the layer table
+    (:func:`mambaicl.analysis.corollaries.layer_table`) and the training fields.
     """
     seeds = resolve_seeds(seeds)
     data, test = setting(preset)
-    # the recorded step size only when its search seeds are not among the reported ones
-    rec = preset.recorded_step
-    recorded = rec is not None and rec.usable_for(seeds)
-    found = None if recorded else search(preset, seeds, device=device)
-    lr = rec.lr if recorded else (preset.train.lr if found is None else found.best)
+    lr, found = _step_size(preset, seeds, device)
     runs = seed_runs(preset, seeds, lr=lr, device=device, progress=progress)
     tasks = all_tasks(data.M1)
-    reports, errors, groups, group_sums, placement, first_pr, norms = [], [], {}, {}, {}, None, []
-    for s, r in zip(seeds, runs):
-        pr = test_prompts(r.patterns, test, tasks, preset.n_test, torch_generator(s, "test/mechanism"))
-        errors.append(zero_one_error(predict(r.model, pr), pr.z))
-        if preset.mechanism_groups:  # Corollaries 1-2 on prompts of the chosen task groups only
-            pr = test_prompts(r.patterns, test, mechanism_tasks(preset), preset.n_test,
-                              torch_generator(s, "test/mechanism/groups"))
-        first_pr = first_pr or pr
-        reports.append(mechanism_report(r.model, pr, J=preset.J))
-        if preset.n_group and preset.group_sums:
-            rep = group_report(r.model, r.patterns, test, preset.n_group, s, "test/groups")
-            for g, v in rep.items():
-                groups.setdefault(g, []).append(v["error"])
-                for k in ("same", "other"):
-                    group_sums.setdefault(g, {}).setdefault(k, []).append(v[k])
-        elif preset.n_group:  # the same draws as group_report, errors only
-            for g, v in errors_by_task_group(r.model, r.patterns, test, preset.n_group, s, "test/groups").items():
-                groups.setdefault(g, []).append(v)
-        if preset.n_norms:
-            pr_n = test_prompts(r.patterns, test, tasks, preset.n_norms, torch_generator(s, "test/norms"))
-            for i, row in enumerate(token_norms(r.model, pr_n)):
-                if len(norms) <= i:
-                    norms.append({})
-                for k, v in row.items():
-                    norms[i].setdefault(k, []).append(v)
-        if preset.n_placement:
-            cost = placement_cost(r.model, r.patterns, test, tasks, preset.n_placement, seed=s)
-            for pl, vals in cost.items():
-                for k, v in vals.items():
-                    placement.setdefault(pl, {}).setdefault(k, []).append(v)
-    n_layers = len(reports[0])
-
-    def per_seed(layer: int, attr: str):
-        return [getattr(rep[layer], attr) for rep in reports]
-
-    layers = []
-    for i in range(n_layers):
-        entry = {"same": per_seed(i, "same"), "other": per_seed(i, "other"),
-                 "gate_outlier": per_seed(i, "gate_outlier"), "gate_clean": per_seed(i, "gate_clean"),
-                 "rank": [list(x) for x in per_seed(i, "rank")]}
-        if entry["rank"][0]:
-            dec = [decay_summary(rk) for rk in entry["rank"]]
-            for k in ("factor", "min_ratio", "r2", "constant"):
-                entry[f"decay_{k}"] = [d[k] for d in dec]
-        layers.append(entry)
+    measured = [_measure_seed(preset, s, r, test, tasks) for s, r in zip(seeds, runs)]
+    tables = _per_seed_tables(measured)
+    reports, errors = [m["report"] for m in measured], [m["error"] for m in measured]
     sums = {"steps": runs[0].recorder.steps, "same": [r.recorder.same for r in runs],
             "other": [r.recorder.other for r in runs]}
     m, se = error_mean_se(errors, preset.n_test)
     cfg = to_dict(preset)
     cfg["record_steps"] = list(preset.steps_to_record)
-    final_loss = [] if preset.val_every else [r.history.loss_of(i)[-1] for i, r in enumerate(runs)]
-    found_d = {} if found is None else {"lrs": found.lrs, "seeds": found.seeds, "mean": found.mean,
-                                        "per_seed": found.per_seed, "best": found.best}
-    if recorded:  # the recorded choice (searched once on the seeds after DEFAULT_SEEDS)
-        found_d = {"lrs": list(rec.lrs), "seeds": list(rec.seeds), "best": rec.lr, "recorded": True}
     return MechanismResult(preset=preset.name, seeds=list(seeds), config=cfg, test_error=errors, test_error_mean=m,
-                           test_error_se=se, layers=layers, sums=sums, final_train_loss=final_loss,
-                           errors_by_group={preset.name: groups} if groups else {}, group_sums=group_sums,
-                           placement=placement, lr=float(lr), search=found_d,
-                           best_step=[r.best_step for r in runs] if preset.val_every else [],
-                           stopped=runs[0].stopped if preset.val_every else -1,
-                           val_loss=[r.val_loss for r in runs] if preset.val_every else [], token_norms=norms,
-                           diverged=[r.diverged for r in runs] if preset.val_every else [],
-                           runs=runs, reports=reports, prompts=first_pr)
+                           test_error_se=se, layers=layer_table(reports), sums=sums,
+                           errors_by_group={preset.name: tables["groups"]} if tables["groups"] else {},
+                           group_sums=tables["group_sums"], placement=tables["placement"], lr=float(lr), search=found,
+                           token_norms=tables["norms"], runs=runs, reports=reports, prompts=measured[0]["prompts"],
+                           **_training_fields(preset, runs))

@@ -8,9 +8,8 @@ Three pieces the mechanism experiment runs before it measures Corollaries 1-2 in
 ``search_step_size``        the step size of one variant, chosen by
                             :func:`mambaicl.analysis.stepsize.step_size_search` on seeds disjoint from the
                             reported ones, scored by the validation loss after a short budget
-``train_to_plateau``        (in :mod:`mambaicl.convergence`) every seed trained by the engine in one call until the validation loss stops
-                            improving (``patience`` checks ``every`` updates apart without a new minimum);
-                            each seed keeps its parameters of its best check (early stopping)
+``validation_loss``         the score of the engine's early stopping (:mod:`mambaicl.convergence`): member
+                            ``i``'s loss on its own validation prompts
 ``token_norms``             per layer, the median norm of outlier and clean context tokens as the layer's
                             gate reads them (``u = RMSNorm(x)``, or ``x`` without normalisation), and of
                             the residual stream ``x`` itself: the direct test of "RMSNorm hides the outliers"
@@ -30,12 +29,11 @@ import torch
 from ..analysis.stepsize import StepSizeSearch, step_size_search
 from ..config import ConfigError, TrainConfig, check_int
 from ..data import Patterns, Prompts, training_prompts, training_tasks
-from ..convergence import Plateau, member_model, train_to_plateau, validation_losses  # noqa: F401 (re-exported)
 from ..seeding import torch_generator
 from ..train import Member, loss_per_model
 
-__all__ = ["LEARNS_IN_CONTEXT", "validation_prompts", "member_model", "validation_losses", "search_step_size",
-           "Plateau", "train_to_plateau", "token_norms", "learns_in_context"]
+__all__ = ["LEARNS_IN_CONTEXT", "validation_prompts", "validation_loss", "search_step_size", "token_norms",
+           "learns_in_context"]
 
 #: A model "learns in context" on the reversed tasks when its reversed-task error is below 0.25: half the
 #: chance level 1/2 (a coin), a quarter of the error 1 of a model that memorised the training tasks. Fixed
@@ -56,6 +54,17 @@ def validation_prompts(pat: Patterns, data, seed: int, n: int) -> Prompts:
     return training_prompts(pat, data, training_tasks(data.M1), n, torch_generator(seed, "val"))
 
 
+def validation_loss(val: list, loss: str):
+    """``validate(model, i)``: the mean ``loss`` of ``model`` (member ``i``) on its validation prompts ``val[i]``."""
+
+    def validate(model, i: int) -> float:
+        with torch.no_grad():
+            F = model(val[i].P)  # (n_val,)
+            return float(loss_per_model(loss, F, val[i].z.to(F.dtype)))
+
+    return validate
+
+
 def search_step_size(template: Member, lrs, cfg: TrainConfig, *, reported, n_seeds: int, n_val: int,
                      device=None) -> StepSizeSearch:
     """:func:`mambaicl.analysis.stepsize.step_size_search` of ``template`` over ``lrs`` on ``n_seeds`` seeds
@@ -69,10 +78,9 @@ def search_step_size(template: Member, lrs, cfg: TrainConfig, *, reported, n_see
         for i, m in enumerate(trained.members):
             if m.seed not in seeds_val:
                 seeds_val[m.seed] = validation_prompts(pat, data, m.seed, n_val)
-            g, k = trained.locate(i)
             pr = seeds_val[m.seed]
             with torch.no_grad():
-                F = member_model(g.model, k)(pr.P)  # (n_val,)
+                F = trained.member_model(i)(pr.P)  # (n_val,)
                 v = float(loss_per_model(cfg.loss, F, pr.z.to(F.dtype)))
             vals.append(v if math.isfinite(v) else math.inf)
         return vals

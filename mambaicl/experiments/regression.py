@@ -47,9 +47,8 @@ from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
 from ..seeding import torch_generator, torch_generators
-from ..train import Member, MemberStack, SampledData, SyntheticData, train
+from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from ..convergence import train_until_converged
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "CONVERGED", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",
@@ -186,10 +185,13 @@ def linreg_members(preset: RegressionPreset, seeds) -> dict:
     return out
 
 
-def _trained(members: list, cfg: TrainConfig, stage: str, device, progress: bool):
-    """The engine's stacked model of ``members`` (all of one group); a deep stack as its list of per-seed models."""
-    model = train(members, cfg, stage=stage, device=resolve_device(device), progress=progress).model(0)
-    return list(model.members) if isinstance(model, MemberStack) else model
+def _trained(members: list, cfg: TrainConfig, stage: str, device, progress: bool, **stop):
+    """The engine's stacked model of ``members`` (all of one group); a deep stack as its list of per-seed models.
+    With ``stop`` (``stop=`` and ``validate=`` of :func:`mambaicl.train.train`): ``(models, per-member records)``."""
+    trained = train(members, cfg, stage=stage, device=resolve_device(device), progress=progress, **stop)
+    model = trained.model(0)
+    models = list(model.members) if isinstance(model, MemberStack) else model
+    return (models, [trained.stopping(i) for i in range(len(members))]) if stop else models
 
 
 @torch.no_grad()
@@ -288,11 +290,12 @@ def run(preset: RegressionPreset = REGRESSION, *, seeds=DEFAULT_SEEDS, device=No
     models, deep_steps = {}, {}
     for name, (ms, cfg) in linreg_members(preset, seeds).items():
         if name.startswith("deep/") and preset.patience > 0:
-            models[name], conv = train_until_converged(ms, cfg, _validator(preset, seeds), every=preset.check_every,
-                                                       patience=preset.patience, stage="train/linreg",
-                                                       device=resolve_device(device), progress=progress)
-            deep_steps[name] = {"best_step": conv.best_step, "stopped": conv.stopped, "converged": conv.converged,
-                                "checks": conv.checks, "val_loss": conv.val_loss}
+            models[name], recs = _trained(ms, cfg, "train/linreg", device, progress, record_every=[0],
+                                          stop=EarlyStopping(every=preset.check_every, patience=preset.patience),
+                                          validate=_validator(preset, seeds))
+            deep_steps[name] = {"best_step": [r.best_step for r in recs], "stopped": [r.stopped_at for r in recs],
+                                "converged": [not r.capped for r in recs], "checks": [r.steps for r in recs],
+                                "val_loss": [r.loss for r in recs]}
         else:
             models[name] = _trained(ms, cfg, "train/linreg", device, progress)
     by_len, by_alpha = _linreg_curves(preset, models, seeds)
