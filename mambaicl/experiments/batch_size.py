@@ -9,6 +9,7 @@ Glossary (code name -> paper symbol):
 ``tolerance``       a batch is enough when the loss stays within ``tolerance`` of the reference loss
 ``hinge``           validation hinge loss on Definition 1 prompts (training tasks, stream
                     ``(seed, "validation/batch")``, the same draws for every ``B``)
+``diverged``        a seed whose training loss turned non-finite (marked by the engine) scores ``inf``
 ``needed``          per seed, the smallest ``B`` from which the loss stays ``<= reference + tolerance`` at
                     every larger ``B`` of the grid (:func:`mambaicl.experiments.context_examples.needed_length`)
 ==================  ====================================================================================
@@ -20,6 +21,7 @@ declared before the run.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +29,7 @@ import torch
 from ..config import instance, integer, integers, real
 from ..data import training_prompts, training_tasks
 from ..seeding import torch_generators
-from ..train import loss_per_model
+from ..train import loss_per_model, train
 from . import fig2
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 from .context_examples import needed_length
@@ -79,11 +81,15 @@ def run(preset: BatchPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
     models = {}
     for B in preset.batches:
         f2 = dataclasses.replace(f0, train={k: dataclasses.replace(v, batch_size=int(B)) for k, v in f0.train.items()})
-        trained = fig2.trained_models(f2, pat, seeds, kinds=KINDS, device=resolve_device(device), progress=progress)
-        for kind in KINDS:
-            stack = trained[kind][0]
+        for kind in KINDS:  # fig2.trained_models' call, with a diverging seed marked instead of raising
+            tr = train(fig2.members(f2, pat, seeds, kind), f2.train[kind], device=resolve_device(device),
+                       progress=progress, nonfinite="mark")
+            stack, dead = tr.models[0], tr.groups[0].dead
             with torch.no_grad():
-                hinge[kind].append(loss_per_model("hinge", stack(val), val.z).tolist())
+                h = loss_per_model("hinge", stack(val), val.z).tolist()
+            # a seed whose training loss turned non-finite did not converge with this batch: its loss is inf
+            hinge[kind].append([math.inf if (dead is not None and dead[s]) or not math.isfinite(v) else v
+                                for s, v in enumerate(h)])
             models[(kind, int(B))] = stack
     needed = {}
     for kind in KINDS:
