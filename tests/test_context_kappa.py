@@ -42,3 +42,15 @@ def test_kappa_bound_and_hinge_by_hand():
         for s in range(2):
             want = torch.clamp(1 - val.z[s] * F[s], min=0).mean().item()
             assert r.hinge["mamba"][i][s] == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_tiny_batch_run_needed_batch_by_hand():
+    from mambaicl.experiments import batch_size as bs
+
+    r = bs.run(bs.TINY, seeds=(0, 1), progress=False)
+    for kind in ("mamba", "linear"):
+        for s in range(2):
+            losses = [r.hinge[kind][b][s] for b in range(len(r.batches))]
+            ok = [l <= losses[-1] + r.tolerance for l in losses]
+            want = next(B for i, B in enumerate(r.batches) if all(ok[i:]))  # smallest B from which all are fine
+            assert r.needed[kind][s] == want
