@@ -16,15 +16,18 @@ twister's state from the stream's ``SeedSequence`` (through a PCG64 of 255 bits 
 a first draw only by chance (tested on 200,000 streams).
 NumPy streams (:func:`numpy_generator`) are PCG64 seeded from the same ``SeedSequence``.
 
-Stage names used by the book (any non-empty string is allowed):
+Stage names used by the book: the table :data:`STAGES` (any non-empty string is allowed as a stage):
 
-==================  =====================================================================
-``"patterns"``      the orthogonal patterns of §3.2
-``"init"``          random initial parameters (``w ~ N(0, I/(d+1))`` of Section 2, deep models)
-``"train"``         training prompts (Definition 1), one batch per SGD step
-``"test"``          test prompts (Definition 2)
-``"validation"``    held-out training-distribution prompts for step-size searches
-==================  =====================================================================
+========================  =====================================================================
+``"patterns"``            the orthogonal patterns of §3.2
+``"init"``                random initial parameters (``w ~ N(0, I/(d+1))`` of Section 2, deep models)
+``"train"``               training prompts (Definition 1), one batch per SGD step
+``"test"``                test prompts (Definition 2)
+``"validation"``          held-out training-distribution prompts for step-size searches
+``"val"``                 Chapter 5's deep stacks' validation prompts (early stopping and their step-size
+                          search; named before the book settled on ``"validation"``, kept so that the
+                          recorded runs keep their draws)
+========================  =====================================================================
 
 Experiments add their own (e.g. ``"test/alpha=0.3"``) where one seed needs several
 independent test sets; :func:`substage` names them the same way everywhere.
@@ -39,8 +42,12 @@ import torch
 
 from .config import check_seed, check_seeds, check_text
 
-__all__ = ["stream_seed", "seed_sequence", "substage", "generators_for", "torch_generator", "torch_generators",
+__all__ = ["STAGES", "stream_seed", "seed_sequence", "substage", "generators_for", "torch_generator", "torch_generators",
            "numpy_generator"]
+
+#: the book's stage names, by purpose (the module's table)
+STAGES = {"patterns": "patterns", "init": "init", "train": "train", "test": "test", "validation": "validation",
+          "mechanism validation": "val"}
 
 _MASK63 = (1 << 63) - 1
 _MT_WORDS = 624  # MT19937 state size in 32-bit words

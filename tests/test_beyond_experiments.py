@@ -146,7 +146,7 @@ def test_boundary_effects_and_margins(tiny_results):
     m = r.margin_to_prediction("linear")
     assert m[0][1] == pytest.approx(r.boundary["linear"][0][1]["mean"] - 0.5)
     assert r.predicted_mamba[1][0] == min(1.0, 0.8 * 20 / 10)
-    with pytest.raises(ValueError, match="along"):
+    with pytest.raises(ValueError, match=r"^along must be one of \('p_a', 'l_ts'\); got 'alpha'"):
         r.effect("mamba", "alpha")
 
 

@@ -66,7 +66,7 @@ def test_kappas_change_only_the_outlier_rows():
 def test_boundary_preset_checks_kappas_and_levels():
     with pytest.raises(ConfigError, match="kappas\\[0\\]"):
         dataclasses.replace(boundary.THEOREMS, kappas=(2.0, 6.67))
-    with pytest.raises(ConfigError, match="levels"):
+    with pytest.raises(ConfigError, match=r"^levels must not repeat level = 0.25"):
         dataclasses.replace(boundary.THEOREMS, levels=(0.25,))
     assert boundary.THEOREMS.alphas[-1] == 0.99 and boundary.THEOREMS.all_levels == (0.25, 0.1)
 

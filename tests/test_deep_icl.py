@@ -145,7 +145,7 @@ def test_learns_in_context_threshold_and_presets():
     for p in (M.FIG3, M.FIG3_NONE, M.MAMBA1):
         assert p.n_group > 0 and p.lrs and p.val_every > 0 and p.n_norms > 0
     assert len(M.DEFAULT_SEEDS) >= 10  # issue 17: at least ten seeds of every deep model
-    with pytest.raises(ConfigError, match="n_norms"):
+    with pytest.raises(ConfigError, match=r"^n_norms must be 0 for the one-layer model"):
         dataclasses.replace(M.ONE_LAYER, n_norms=4)
 
 

@@ -49,7 +49,7 @@ def test_early_settings_hold_enough_steps_and_scaled_settings_keep_the_ratio():
 
 
 def test_preset_rejects_a_step_size_with_too_short_a_horizon():
-    with pytest.raises(ConfigError, match="early_lr"):
+    with pytest.raises(ConfigError, match=r"^early_lr = 0.3 leaves fewer than min_inside = 10 steps inside Lemma 4\'s horizon"):
         dataclasses.replace(X.CHECKS, early_lr=0.3)
 
 
@@ -65,7 +65,7 @@ def test_tiny_run_is_reproducible_and_reuses_the_dynamics_base():
     for kind in D.KINDS:  # the reused base point is the same run (up to rounding: another stack)
         flat = lambda T: [t for row in T for t in row]  # noqa: E731
         assert flat(c.scaled[kind]["T"]) == pytest.approx(flat(a.scaled[kind]["T"]), rel=1e-6, abs=1e-9, nan_ok=True)
-    with pytest.raises(ConfigError, match="reuse"):
+    with pytest.raises(ConfigError, match=r"^reuse must be a DynamicsResult of preset.dynamics on the same seeds"):
         X.run(X.TINY, seeds=(0,), progress=False, reuse=dyn)
 
 

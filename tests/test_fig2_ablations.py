@@ -65,9 +65,9 @@ def test_forms_and_fits_recover_known_curves():
     for a_true in (-1.0, 0.5, 1.0):
         needed = [3.0 * a ** a_true / (0.5 - a) ** 2 for a in alphas]
         assert thm4d.alpha_exponent(alphas, needed) == pytest.approx(a_true)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"^alpha must lie in \(0, 1/2\); got 0.5"):
         thm4d.form("clt", 0.5)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"^needed lengths must be finite and positive; got \[1.0, 2.0, inf, 3.0\]"):
         thm4d.fit_form("statement", alphas, [1.0, 2.0, math.inf, 3.0])
 
 
@@ -99,7 +99,7 @@ def test_error_by_length_equals_prompts_of_each_length():
 def test_error_by_length_refuses_a_gated_model():
     pat = fig2.patterns(fig2.FIG2)
     mamba = build_model("mamba", 30, m=31, generators=[torch_generator(0, "init")])
-    with pytest.raises(ConfigError, match="ungated"):
+    with pytest.raises(ConfigError, match=r"^error_by_length needs an ungated model \(the linear Transformer\)"):
         fa.error_by_length(mamba, pat, fig2.FIG2.test, all_tasks(6), 10, (1, 2), torch_generators((0,), "t"))
 
 

@@ -192,3 +192,11 @@ def test_progress_stream_is_the_terminal_only_during_a_build(monkeypatch, capfd)
     stream.write("embedding 10/10\n")
     stream.close()
     assert "embedding 10/10" in capfd.readouterr().err
+
+
+def test_the_stage_table_names_each_stream_once():
+    """One table of stage names: every purpose has its own stream (the mechanism's validation keeps its "val")."""
+    from mambaicl.seeding import STAGES as table
+
+    assert len(set(table.values())) == len(table)
+    assert table["validation"] == "validation" and table["mechanism validation"] == "val"

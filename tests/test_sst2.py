@@ -152,7 +152,7 @@ def test_prompt_arguments_validated():
         sst2_prompts(toy_pool(), 2, rule="targeted label", generator=g)
     with pytest.raises(ConfigError, match="^alpha must be"):
         sst2_prompts(toy_pool(), 2, alpha=1.5, generator=g)
-    with pytest.raises(ConfigError, match="sentiment"):
+    with pytest.raises(ConfigError, match=r"^the pool has no sentence of sentiment -1; prompts need both classes"):
         EmbeddedPool(x=torch.zeros(3, 2), x_bond=torch.zeros(3, 2), s=torch.ones(3))
 
 

@@ -179,7 +179,7 @@ def test_theory():
     assert math.isclose(theory.T_M(0.1, 0.6, 3.0, 6) / theory.T_T(0.1, 0.6, 3.0, 6, 20), 20)
     assert theory.l_ts_lower_lt(0.5, 6) == math.inf
     assert math.isclose(theory.l_ts_lower_lt(0.4, 6), 0.4 / 0.01 * math.log(6))
-    with pytest.raises(ValueError, match="alpha"):
+    with pytest.raises(ValueError, match=r"^alpha must lie in \[0, 1\); got 1.0"):
         theory.l_ts_lower_mamba(1.0, 6)
 
 

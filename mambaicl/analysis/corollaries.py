@@ -30,6 +30,7 @@ from ..config import ConfigError, TestConfig, check_int, check_ints
 from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
+from ..models.kernels import suffix_sum
 from .fits import decay_stats
 from ..seeding import substage, torch_generator
 
@@ -115,7 +116,7 @@ def clean_gates_by_rank(G: torch.Tensor, outlier: torch.Tensor, J: int) -> torch
     ctx = G[:, :-1]  # (batch, l)
     clean = ~outlier  # (batch, l)
     # rank of each clean example counted from the query: 1 for the closest
-    rank = torch.flip(torch.cumsum(torch.flip(clean.long(), [1]), 1), [1]) * clean  # (batch, l), 0 if outlier
+    rank = suffix_sum(clean.long(), dim=1) * clean  # (batch, l), 0 if outlier
     out = torch.full((G.shape[0], J), math.nan, dtype=G.dtype)
     for j in range(1, J + 1):
         hit = rank == j  # (batch, l): at most one True per row

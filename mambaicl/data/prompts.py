@@ -47,7 +47,7 @@ from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
 __all__ = ["Prompts", "PatternCoords", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
-           "materialize"]
+           "materialize", "take"]
 
 
 class PatternCoords(NamedTuple):
@@ -136,9 +136,9 @@ class Prompts:
             return self[None].project(w[None])[0]
         d, l = self.mu.shape[-1], self.l
         wx = w[:, :d]  # (S, d)
-        out = _take(wx @ self.mu.T, self.relevant) + self.kappa * _take(wx @ self.nu.T, self.irrelevant)  # (S, B, L)
+        out = take(wx @ self.mu.T, self.relevant) + self.kappa * take(wx @ self.nu.T, self.irrelevant)  # (S, B, L)
         out = out + self.y * w[:, d, None, None]
-        head = out[..., :l] + self.outlier_scale * _take(wx @ self.outliers.T, self.outlier_index)
+        head = out[..., :l] + self.outlier_scale * take(wx @ self.outliers.T, self.outlier_index)
         return torch.cat([head, out[..., l:]], dim=-1)
 
     def query_form(self, M: torch.Tensor) -> torch.Tensor:
@@ -164,8 +164,9 @@ class Prompts:
         return torch.cat([head, att[..., l:]], dim=-1)  # (S, B, L)
 
 
-def _take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``out[s, ...] = table[s, index[s, ...]]`` for a table ``(S, n)`` and index ``(S, ...)``."""
+def take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``out[s, ...] = table[s, index[s, ...]]`` for a table ``(S, n)`` (any strides) and index ``(S, ...)``: the one
+    look-up of pattern tables by prompt coordinates (:meth:`Prompts.project`, :mod:`mambaicl.models.pattern_eq3`)."""
     return table.gather(1, index.reshape(index.shape[0], -1)).view(index.shape)
 
 

@@ -34,6 +34,8 @@ from .kernels import running_sum, suffix_after, suffix_sum
 
 __all__ = [
     "check_prompt",
+    "gated_votes",
+    "gate_backward",
     "bilinear_scores",
     "attention_scores",
     "log_gate",
@@ -142,15 +144,35 @@ def gate_grad_w(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return G.unsqueeze(-1) * ((1 - sig).unsqueeze(-1) * P - after)  # (batch, L, d+1)
 
 
+def gated_votes(logits: torch.Tensor, att: torch.Tensor, y: torch.Tensor) -> tuple:
+    """The forward of Eq. (3)'s gated sum: ``(log sigma, G y, c)``, ``c_i = G_i y_i a_i`` each token's vote, ``(..., L)``.
+    ``F = c.sum(-1)``; :func:`gate_backward` takes the three back."""
+    log_sig = F_.logsigmoid(logits)  # (..., L): log sigma_i
+    G = torch.exp(log_gate(log_sig, log_sig - logits))  # (..., L); log(1 - sigma) = log sigma - x
+    Gy = G * y
+    return log_sig, Gy, Gy * att
+
+
+def gate_backward(g: torch.Tensor, log_sig: torch.Tensor, Gy: torch.Tensor, votes: torch.Tensor, *, logits: bool = True,
+                  att: bool = True) -> tuple:
+    """The one written-out backward of Eq. (3)'s gated sum, given ``g = dLoss/dF`` ``(..., 1)`` and
+    :func:`gated_votes`: ``(dLoss/dx, dLoss/da)`` with ``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i`` and
+    ``dF/da_i = G_i y_i`` (``None`` for a gradient not asked for)."""
+    g_x = g_a = None
+    if logits:
+        before = running_sum(votes) - votes  # sum_{i<k} c_i
+        g_x = g * (votes - torch.exp(log_sig) * (votes + before))  # c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i
+    if att:
+        g_a = g * Gy
+    return g_x, g_a
+
+
 class _GatedSum(torch.autograd.Function):
     """``F = sum_i G_i(x) y_i a_i`` with the gate of Eq. (3); backward written out (see :func:`gated_sum`)."""
 
     @staticmethod
     def forward(ctx, logits, att, y):
-        log_sig = F_.logsigmoid(logits)  # (..., L): log sigma_i
-        G = torch.exp(log_gate(log_sig, log_sig - logits))  # (..., L); log(1 - sigma) = log sigma - x
-        Gy = G * y
-        c = Gy * att  # (..., L): each token's vote
+        log_sig, Gy, c = gated_votes(logits, att, y)
         ctx.save_for_backward(log_sig, Gy, c)
         return c.sum(-1)
 
@@ -158,14 +180,8 @@ class _GatedSum(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, gF):
         log_sig, Gy, c = ctx.saved_tensors
-        g = gF.unsqueeze(-1)
-        g_logits = g_att = None
-        if ctx.needs_input_grad[0]:
-            sig = torch.exp(log_sig)
-            before = running_sum(c) - c  # sum_{i<k} c_i
-            g_logits = g * (c - sig * (c + before))  # c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i
-        if ctx.needs_input_grad[1]:
-            g_att = g * Gy
+        g_logits, g_att = gate_backward(gF.unsqueeze(-1), log_sig, Gy, c, logits=ctx.needs_input_grad[0],
+                                        att=ctx.needs_input_grad[1])
         return g_logits, g_att, None
 
 

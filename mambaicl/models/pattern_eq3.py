@@ -22,11 +22,10 @@ and by ``gradcheck`` (``tests/test_pattern_eq3.py``). :func:`attention_table` bu
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F_
 from torch.autograd.function import once_differentiable
 
-from .gated_attention import log_gate
-from .kernels import running_sum
+from ..data.prompts import take
+from .gated_attention import gate_backward, gated_votes
 
 __all__ = ["attention_table", "logit_table", "pattern_gated_sum"]
 
@@ -50,11 +49,6 @@ def attention_table(patterns: torch.Tensor, n_query: int, *, M: torch.Tensor | N
     return torch.cat([patterns @ Mq[..., :d, :], Mq[..., d:, :]], dim=-2)  # (S, n+1, n_q)
 
 
-def _take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``out[s, ...] = table[s, index[s, ...]]``, a table ``(S, n)`` (any strides) and an index ``(S, ...)``."""
-    return table.gather(1, index.reshape(index.shape[0], -1)).view(index.shape)
-
-
 class _PatternEq3(torch.autograd.Function):
     """``F`` of Eq. (3) from the tables ``T``, ``w_label``, ``R`` and the prompts' coordinates; see :func:`pattern_gated_sum`."""
 
@@ -64,9 +58,9 @@ class _PatternEq3(torch.autograd.Function):
         l, M1, M2 = L - 1, c.M1, c.M2
         n = T.shape[1]
         # logits w^T p_i: (S, B, L)
-        x = _take(T[:, :M1], c.relevant) + c.kappa * _take(T[:, M1 : M1 + M2], c.irrelevant)
+        x = take(T[:, :M1], c.relevant) + c.kappa * take(T[:, M1 : M1 + M2], c.irrelevant)
         x = x + c.y * w_label[:, None, None]
-        x[..., :l] += c.outlier_scale * _take(T[:, M1 + M2 :], c.outlier_index)
+        x[..., :l] += c.outlier_scale * take(T[:, M1 + M2 :], c.outlier_index)
         # U[s, b, a] = e_a^T M p_query: the query is mu_{j_q} + kappa_q nu_{k_q}, (S, B, n+1)
         Rt = R.transpose(1, 2)  # (S, n_q, n+1)
         j_q, k_q = c.relevant[..., -1:], c.irrelevant[..., -1:] + M1  # (S, B, 1)
@@ -75,11 +69,7 @@ class _PatternEq3(torch.autograd.Function):
         att = U[..., :M1].gather(2, c.relevant) + c.kappa * U[..., M1 : M1 + M2].gather(2, c.irrelevant)
         att = att + c.y * U[..., n:]
         att[..., :l] += c.outlier_scale * U[..., M1 + M2 : n].gather(2, c.outlier_index)
-        # the gate and the gated sum, as in gated_sum
-        log_sig = F_.logsigmoid(x)
-        G = torch.exp(log_gate(log_sig, log_sig - x))  # (S, B, L)
-        Gy = G * c.y
-        votes = Gy * att
+        log_sig, Gy, votes = gated_votes(x, att, c.y)  # the gate and the gated sum, as in gated_sum
         ctx.save_for_backward(log_sig, Gy, votes)
         ctx.coords, ctx.shape = c, (S, B, L, n, R.shape[2])
         return votes.sum(-1)
@@ -90,19 +80,18 @@ class _PatternEq3(torch.autograd.Function):
         log_sig, Gy, votes = ctx.saved_tensors
         c, (S, B, L, n, n_q) = ctx.coords, ctx.shape
         l, M1, M2 = L - 1, c.M1, c.M2
-        g = gF.unsqueeze(-1)  # (S, B, 1)
         gT = gw = gR = None
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
-            before = running_sum(votes) - votes  # sum_{i<k} c_i
-            g_x = g * (votes - torch.exp(log_sig) * (votes + before))  # dF/dx_k
+        g_x, g_att = gate_backward(gF.unsqueeze(-1), log_sig, Gy, votes,
+                                   logits=ctx.needs_input_grad[0] or ctx.needs_input_grad[1],
+                                   att=ctx.needs_input_grad[2])  # dF/dx_k and dF/da_i
+        if g_x is not None:
             gT = g_x.new_zeros(S, n)
             gT[:, :M1].scatter_add_(1, c.relevant.reshape(S, -1), g_x.reshape(S, -1))
             gT[:, M1 : M1 + M2].scatter_add_(1, c.irrelevant.reshape(S, -1), (g_x * c.kappa).reshape(S, -1))
             gT[:, M1 + M2 :].scatter_add_(1, c.outlier_index.reshape(S, -1),
                                           (g_x[..., :l] * c.outlier_scale).reshape(S, -1))
             gw = (g_x * c.y).sum((1, 2))
-        if ctx.needs_input_grad[2]:
-            g_att = g * Gy  # dF/da_i = G_i y_i
+        if g_att is not None:
             gU = g_att.new_zeros(S, B, n + 1)
             gU[..., :M1].scatter_add_(2, c.relevant, g_att)
             gU[..., M1 : M1 + M2].scatter_add_(2, c.irrelevant, g_att * c.kappa)
