@@ -37,7 +37,7 @@ from ..evaluate import model_error
 from ..metric import zero_one_error
 from ..seeding import torch_generator, torch_generators
 from ..train import Member, SyntheticData, train
-from . import fig2
+from .shared import DEFAULT_SEEDS as FIG2_SEEDS, FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["AblationsPreset", "ABLATIONS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "AblationsResult",
@@ -51,7 +51,7 @@ M_SMALL = "m = l + 1"  # label prefix of the models with §2's state size
 class AblationsPreset(Preset):
     """Figure 2 retrained on other training sets and at ``m = l + 1``; Theorem 4(d)'s examples against alpha."""
 
-    base: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    base: Fig2Preset = instance(Fig2Preset, factory=lambda: FIG2)
     task_sets: tuple = choices(("cycle+reversed", "reversal pairs", "two 3-cycles"), TASK_SETS[1:])
     large_M1: int = integer(8, 4)
     m_small: int = integer(21, 1)
@@ -83,12 +83,12 @@ class AblationsPreset(Preset):
 #: the chapter's preset: three other training sets on Figure 2's six patterns, a cycle of eight, m = 21
 ABLATIONS = AblationsPreset(name="fig2")
 #: a seconds-long smoke test of the pipeline (CLI tests); not a result of the book
-TINY = AblationsPreset(name="tiny", base=fig2.TINY, task_sets=("cycle+reversed", "two 3-cycles"), n_task=40,
+TINY = AblationsPreset(name="tiny", base=FIG2_TINY, task_sets=("cycle+reversed", "two 3-cycles"), n_task=40,
                        m_alphas=(0.0, 0.8), n_m=100, alphas_4d=(0.2, 0.3, 0.4), lengths=(2, 4, 8, 16, 32, 64),
                        n_4d=100)
 PRESETS = {"fig2": ABLATIONS, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
-DEFAULT_SEEDS = fig2.DEFAULT_SEEDS
+DEFAULT_SEEDS = FIG2_SEEDS
 
 
 def _large_data(preset: AblationsPreset):
@@ -290,7 +290,7 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
     seeds = resolve_seeds(seeds)
     reuse = dict(reuse or {})
     base = preset.base
-    pat = fig2.patterns(base)
+    pat = patterns(base)
     pat_l = make_patterns(_large_data(preset), torch_generator(base.pattern_seed, "patterns"), dtype=pat.mu.dtype)
     labels = _labels(preset)
     spec = _spec(preset, pat, pat_l)
