@@ -9,7 +9,7 @@ function                       draws
 ``plot_attention_matrices``    heat maps of ``(mu_i, 0) M (mu_j, 0)^T`` (1-based pattern numbers)
 ``plot_attention_by_distance`` mean pattern attention against the distance on the training cycle
 ``plot_group_errors``          error per task group, several models, +-1 SE error bars
-``plot_eta_search``            validation hinge loss and test error against the step size
+``plot_eta_table``            validation hinge loss and test error against the step size
 ``plot_lengths``               error against the test prompt length (Theorem 4(d))
 =============================  ==================================================================
 
@@ -24,7 +24,7 @@ from .figures import integer_ticks, plot_mean_band
 from .style import LABELS, PALETTE
 
 __all__ = ["RULE_TITLES", "palette_key", "plot_figure2", "plot_attention_matrices", "plot_attention_by_distance",
-           "plot_group_errors", "plot_eta_search", "plot_lengths"]
+           "plot_group_errors", "plot_eta_table", "plot_lengths"]
 
 #: panel titles of Figure 2 (§4.1's labelling rules for the outlier examples)
 RULE_TITLES = {"A": "(A) outlier labels flipped", "B": "(B) outlier labels set to +1", "C": "(C) outlier labels random"}
@@ -160,7 +160,7 @@ def plot_group_errors(ax, groups: dict, n_prompts: int, order=("training", "reve
     ax.legend(fontsize=8)
 
 
-def plot_eta_search(axes, searches: dict, test_errors: dict | None = None, alpha_label: str = r"$\alpha = 0$",
+def plot_eta_table(axes, searches: dict, test_errors: dict | None = None, alpha_label: str = r"$\alpha = 0$",
                     level: float = 0.01) -> None:
     """Left: validation hinge loss (training distribution) against the step size, +-1 SE, the best circled.
     Right: the post-hoc test error (all tasks) of the same models against the step size.
