@@ -13,7 +13,7 @@
 ``measure`` clones the committed HEAD into a temporary folder, points ``MAMBAICL_CACHE_DIR`` at an
 empty folder (a cold SST-2 embedding cache) and runs ``jupyter-book build .`` there, then the same
 command again (the rebuild). Per chapter it reads, from the clone's execution cache, the execution
-time and the longest cell (recorded by ``book/_ext/book_execute.py``), and from Chapter 6's stored
+time and the longest cell (recorded by ``book/_ext/book_execute.py``), and from the SST-2 chapter's stored
 output how long filling the embedding cache took. Run it on an otherwise idle machine: the page
 says which machine and when. ``book_execute`` also reads the JSON to start the longest chapters first.
 """
@@ -167,7 +167,7 @@ def table(stats: dict) -> str:
     ]
     emb = stats.get("embedding")
     if emb:
-        lines.append(f"| filling Chapter 6's SST-2 embedding cache on every core (part of the first build): "
+        lines.append(f"| filling the SST-2 chapter's embedding cache on every core (part of the first build): "
                      f"{emb['encoded']:,} sentences | {emb['seconds']} s |")
     lines += ["", "| chapter | executed in | longest cell | cell timeout / longest cell |", "|---|---|---|---|"]
     for doc, c in stats["chapters"].items():

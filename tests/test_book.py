@@ -219,3 +219,13 @@ def test_chaotic_trainings_are_checked_statistically():
               for md in (BOOK / "myst").glob("*.md")}
     for stem, at_least in {"ch05_mechanism": 8, "ch06_sst2": 10, "ch07_beyond": 2, "appendix_mamba1": 1}.items():
         assert marked.get(stem, 0) >= at_least, f"{stem}: {marked.get(stem, 0)} statistical cells"
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_per_run_timestamps_in_stored_cells(nb):
+    """Per-run cell timestamps (metadata "execution") make the execution cache miss a stored chapter, so the
+    build would execute it twice (measured: Chapter 8, about 250 s); .ci/execute-notebooks strips them."""
+    import json
+
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    assert not [i for i, c in enumerate(cells) if "execution" in c.get("metadata", {})]
