@@ -239,9 +239,10 @@ def page(rs: list[dict]) -> str:
                   "Each panel is one part of a claim, in its own units: our 95 % interval and mean (green: the part",
                   "holds; orange: it fails; purple: undecided), the criterion's decision points (dashed) and the region",
                   "where the part holds (shaded)."]
+    stems = {r["chapter"].split("_")[0]: r["chapter"] for r in rs}  # "ch03" -> "ch03_training_dynamics"
     for ch in chapter_keys(rs):
         lines += ["", f":::{{figure}} results_{ch}.svg", f":name: fig-results-{ch}", ":width: 100%", "",
-                  f"Every judged part of {_CHAPTER_TITLES.get(ch, ch)}'s claims.", ":::"]
+                  f"Every judged part of the claims of {{doc}}`{stems.get(ch, ch)}`.", ":::"]
     return "\n".join(lines) + "\n"
 
 
@@ -263,17 +264,18 @@ def readme_table(rs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def between_markers(path: Path, begin: str, end: str, body: str) -> str:
+    """The text of ``path`` with what stands between the markers ``begin`` and ``end`` replaced by ``body``."""
+    text = path.read_text(encoding="utf-8")
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path.relative_to(ROOT)} lacks the markers {begin!r} ... {end!r}")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return head + begin + "\n" + body + "\n" + end + tail
+
+
 def readme(rs: list[dict]) -> str:
-    text = README.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + BEGIN + "\n" + readme_table(rs) + "\n" + END + tail
-
-
-_CHAPTER_TITLES = {"ch03": "Chapter 3", "ch04": "Chapter 4", "ch05": "Chapter 5", "ch06": "Chapter 6",
-                   "ch07": "Chapter 7", "appendix": "the appendix"}
+    return between_markers(README, BEGIN, END, readme_table(rs))
 
 
 CONCLUSION = ROOT / "book" / "conclusion.md"
@@ -292,12 +294,7 @@ def conclusion_counts(rs: list[dict]) -> str:
 
 
 def conclusion(rs: list[dict]) -> str:
-    text = CONCLUSION.read_text(encoding="utf-8")
-    if C_BEGIN not in text or C_END not in text:
-        raise SystemExit(f"book/conclusion.md lacks the markers {C_BEGIN!r} ... {C_END!r}")
-    head, rest = text.split(C_BEGIN, 1)
-    _, tail = rest.split(C_END, 1)
-    return head + C_BEGIN + "\n" + conclusion_counts(rs) + "\n" + C_END + tail
+    return between_markers(CONCLUSION, C_BEGIN, C_END, conclusion_counts(rs))
 
 
 def outputs(rs: list[dict]) -> dict:
