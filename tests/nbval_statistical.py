@@ -32,7 +32,9 @@ reproducibility"):
      is larger: settings and seed numbers do not move at all, so this only admits
      the small drift of a mean over seeds; a step count that doubles (250 -> 500) does not pass;
   5. a registry record's per-seed ``values`` keep their count; the values themselves are the
-     chaotic part and are not compared one by one (their mean and interval are, by rule 2).
+     chaotic part and are not compared one by one (their mean and interval are, by rule 2); its
+     count of failing seeds follows rule 3, and what is derived from the mean and interval alone
+     (:data:`DERIVED_KEYS`: how many seeds would decide an undecided part) is not compared again.
 
   ``nan`` equals ``nan``. Images and widget views are skipped, as nbval skips them.
 
@@ -51,6 +53,7 @@ MARKER = "NBVAL_STATISTICAL"
 K_SE = 3.0        # a fresh measurement lies within three standard errors (of the two runs' difference) of the stored
 FLOOR_UNITS = 2   # ... and never needs to be closer than two units of its last printed digit
 BARE_REL = 0.05   # a bare number of a statistical cell moves by at most 5 % (or one unit of its last digit)
+DERIVED_KEYS = ("seeds_to_decide",)  # record fields computed from the mean and interval: not compared twice
 SPREAD_GROWTH = 4.0  # a fresh standard error may not exceed four times the stored one (noise cannot excuse a move)
 Z95 = 1.96        # an interval's half-width / Z95 = its standard error (a lower bound for a t interval)
 SKIP_MIMES = ("image/", "application/vnd.jupyter.widget-view+json")
@@ -164,6 +167,11 @@ def _compare_record(fresh: dict, stored: dict, where: str) -> list[str]:
     se = math.hypot(se_s, se_f)  # the SE of the difference between the two runs
     for key in stored:
         a, b = fresh[key], stored[key]
+        if key in DERIVED_KEYS:  # a function of the mean and the interval, which are compared
+            continue
+        if key == "failing" and isinstance(a, int) and isinstance(b, int) and isinstance(stored.get("n"), int):
+            errors += compare_texts(f"{a} of {fresh.get('n')}", f"{b} of {stored['n']}", f"{where}.failing")
+            continue
         if key == "values":
             if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
                 errors.append(f"{where}: per-seed values changed in number")

@@ -122,3 +122,12 @@ def test_streams_and_displays_compared_kind_by_kind_as_nbval_does():
     assert nbs.compare_outputs(fresh, stored) == []
     assert nbs.compare_outputs([rec("'y'"), out("a 0.51 ± 0.01\nb 2\n")], stored)   # a word changed
     assert nbs.compare_outputs([out("a 0.51 ± 0.01\nb 2\n")], stored)               # an output missing
+
+
+def test_records_compare_failing_counts_binomially_and_skip_derived_fields():
+    base = dict(mean=0.25, low=0.2108, high=0.2892, n_seeds=10, values=[0.2] * 10)
+    stored = repr(json.dumps({**base, "seeds_to_decide": 2986, "tail": {"failing": 2, "n": 10}}))
+    fresh = repr(json.dumps({**base, "seeds_to_decide": 985, "tail": {"failing": 4, "n": 10}}))   # sd 1.26: 3.8
+    assert nbs.compare_texts(fresh, stored) == []
+    moved = repr(json.dumps({**base, "seeds_to_decide": 985, "tail": {"failing": 7, "n": 10}}))
+    assert nbs.compare_texts(moved, stored)
