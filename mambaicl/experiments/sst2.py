@@ -49,7 +49,7 @@ from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, SST2Source, sst2_prom
 from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
 from ..data.vocabulary import PLACEMENT_LABELS, PLACEMENTS_FAR_TO_CLOSE, RULE_LABELS, placement_id, rule_id
 from ..evaluate import predict, zero_one_error
-from ..seeding import STAGES, torch_generator
+from ..seeding import STAGES, numpy_stream
 from ..train import loss_per_model
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 from .sst2_train import budget as _budget, run_members as _members, trained_models as _trained
@@ -268,7 +268,7 @@ def trained_models(run: Run, feat: SST2Features, seeds=(0,), cfg: SST2Data = HEL
 def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data, seed: int, stage: str = "test/sst2"):
     """Seed ``seed``'s test prompts, the same for every run of a seed: ``{(alpha, placement): SST2Prompts}``."""
     return {(a, p): sst2_prompts(pool, table.n_prompts, l=cfg.l, alpha=a, placement=p, rule=table.rule,
-                                 count=cfg.count, generator=torch_generator(seed, f"{stage}/{a}/{p}"))
+                                 count=cfg.count, stream=numpy_stream(seed, f"{stage}/{a}/{p}"))
             for a in table.alphas for p in table.placements}
 
 
@@ -324,7 +324,7 @@ def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-
     seeds = search_seeds(DEFAULT_SEEDS, 2) if seeds is None else seeds
     a = run.p_a if alpha is None else alpha
     val = sst2_prompts(feat.val, n_prompts, l=cfg.l, alpha=a, placement="R", rule="C",
-                       generator=torch_generator(0, STAGES["validation"]))
+                       stream=numpy_stream(0, STAGES["validation"]))
     dev = resolve_device(device)
     out = {float(lr): {"steps": [], "loss": [], "acc": []} for lr in lrs}
     for length in range(every, steps + 1, every):
