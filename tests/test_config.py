@@ -104,7 +104,7 @@ def test_bounds_are_inclusive_or_open_as_declared():
         C.DataConfig(p_a=1.0)
     with pytest.raises(ValueError, match="l_tr must be an integer"):
         C.DataConfig(l_tr=2.5)
-    with pytest.raises(ValueError, match="^alpha must"):
+    with pytest.raises(ValueError, match=r"^alpha must be a real number in \[0.0, 1.0\); got True"):
         C.TestConfig(alpha=True)  # bools are not numbers here
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..checks import check_int
+from ..checks import ConfigError, check_int
 
 __all__ = ["alpha_threshold_mamba", "alpha_threshold_lt", "T_M", "T_T", "l_ts_lower_lt", "l_ts_lower_mamba"]
 
@@ -37,7 +37,7 @@ def T_T(lr: float, p_a: float, beta: float, M1: int, l_tr: int) -> float:
 def l_ts_lower_lt(alpha: float, M1: int) -> float:
     """Theorem 4(d), Eq. (3): ``max{(1 - alpha)^-1, alpha / (1/2 - alpha)^2} log M1``; infinite at ``alpha >= 1/2``."""
     if not 0 <= alpha < 1:
-        raise ValueError(f"alpha must lie in [0, 1); got {alpha}")
+        raise ConfigError(f"alpha must lie in [0, 1); got {alpha}")
     if alpha >= 0.5:
         return math.inf
     return max(1 / (1 - alpha), alpha / (0.5 - alpha) ** 2) * math.log(M1)
@@ -46,7 +46,7 @@ def l_ts_lower_lt(alpha: float, M1: int) -> float:
 def l_ts_lower_mamba(alpha: float, M1: int) -> float:
     """Theorem 2(d): ``(1 - alpha)^-1 log M1``."""
     if not 0 <= alpha < 1:
-        raise ValueError(f"alpha must lie in [0, 1); got {alpha}")
+        raise ConfigError(f"alpha must lie in [0, 1); got {alpha}")
     return math.log(M1) / (1 - alpha)
 
 

@@ -130,15 +130,15 @@ class Criterion:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"criterion kind must be one of {KINDS}; got {self.kind!r}")
+            raise ConfigError(f"criterion kind must be one of {KINDS}; got {self.kind!r}")
         if self.kind == "all" and (not self.parts or any(p.kind in ("all", "diagnostic") for p in self.parts)):
-            raise ValueError("an 'all' criterion needs parts, none of them 'all' or 'diagnostic'")
+            raise ConfigError("parts must be non-empty for an 'all' criterion, none of them 'all' or 'diagnostic'")
         if self.kind in ("below", "above", "within", "identity") and self.threshold is None:
-            raise ValueError(f"a {self.kind!r} criterion needs a threshold")
+            raise ConfigError(f"threshold must be a number for a {self.kind!r} criterion; got None")
         if self.kind == "within" and not (self.margin is not None and self.margin >= 0):
-            raise ValueError(f"a 'within' criterion needs a margin >= 0; got {self.margin!r}")
+            raise ConfigError(f"margin must be a number >= 0 for a 'within' criterion; got {self.margin!r}")
         if self.side is not None and (self.kind != "within" or self.side not in SIDES):
-            raise ValueError(f"side must be one of {SIDES}, for a 'within' criterion only; got {self.side!r}")
+            raise ConfigError(f"side must be one of {SIDES}, for a 'within' criterion only; got {self.side!r}")
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "threshold": self.threshold, "text": self.text}
@@ -215,7 +215,7 @@ def _decision_points(p: dict) -> tuple:
     if kind == "within":
         m, side = _f(p.get("margin")), p.get("side")
         return (t - m if side != "below" else -math.inf), (t + m if side != "above" else math.inf)
-    raise ValueError(f"no decision points for kind {kind!r}")
+    raise ConfigError(f"criterion kind must be one of ('below', 'above', 'within') to have decision points; got {kind!r}")
 
 
 def part_outcome(p: dict, m: dict) -> Optional[bool]:
@@ -266,7 +266,7 @@ def _pairs(criterion: dict, measured: dict) -> list:
         return [(criterion, measured)]
     parts, ms = criterion["all"], measured["all"]
     if len(parts) != len(ms):
-        raise ValueError(f"criterion has {len(parts)} parts but {len(ms)} measurements")
+        raise ConfigError(f"measured['all'] must hold one measurement per part of the criterion ({len(parts)}); got {len(ms)}")
     return list(zip(parts, ms))
 
 
@@ -276,7 +276,7 @@ def outcome_of(criterion: dict, measured: dict) -> str:
     if kind == "diagnostic":
         return "diagnostic"
     if kind not in KINDS:
-        raise ValueError(f"unknown criterion kind {kind!r}")
+        raise ConfigError(f"criterion kind must be one of {KINDS}; got {kind!r}")
     if kind == "identity":
         return "identity verified" if part_holds(criterion, measured) else "not reproduced"
     return verdict_from_outcomes([part_outcome(p, m) for p, m in _pairs(criterion, measured)])
@@ -349,17 +349,17 @@ class Claim:
         c = self.criterion
         if c.kind == "all":
             if parts is None or len(parts) != len(c.parts):
-                raise ValueError(f"{self.key}: needs parts= with {len(c.parts)} measurements, one per part")
+                raise ConfigError(f"{self.key}: parts must hold {len(c.parts)} measurements, one per part of the 'all' criterion")
             ms = [_as_measured(p, n_prompts) for p in parts]
             return Judgement(self, ms, self._verdict(ms))
         if parts is not None:
-            raise ValueError(f"{self.key}: a {c.kind!r} criterion takes per_seed= or value=, not parts=")
+            raise ConfigError(f"{self.key}: parts must be None for a {c.kind!r} criterion (give per_seed= or value=)")
         if value is not None:
             m = Measured.exact(value)
         elif per_seed is not None:
             m = _as_measured(per_seed, n_prompts)
         else:
-            raise ValueError(f"{self.key}: no measurement given")
+            raise ConfigError(f"{self.key}: per_seed or value must be given (no measurement)")
         return Judgement(self, m, self._verdict(m))
 
     def _part_json(self, part: Criterion, m: Measured) -> dict:

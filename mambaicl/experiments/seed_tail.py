@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from scipy.stats import binomtest, rankdata
 
-from ..config import RULES, check_choice, choices, instance, integer, real
+from ..config import RULES, ConfigError, check_choice, choices, instance, integer, real
 from ..data import test_outliers
 from ..evaluate import errors_by_task_group
 from ..analysis.information import information_bound_all_tasks, information_bound_by_group
@@ -82,7 +82,7 @@ def spearman(x, y) -> dict:
     standard error ``sqrt(1.06 / (n - 3))`` (Fieller, Hartley & Pearson 1957)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.shape != y.shape or x.size < 4:
-        raise ValueError(f"spearman needs two aligned samples of at least 4; got {x.shape}, {y.shape}")
+        raise ConfigError(f"x and y must be two aligned samples of at least 4 values (spearman); got shapes {x.shape}, {y.shape}")
     rho = float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
     z, half = math.atanh(max(min(rho, 1 - 1e-12), -1 + 1e-12)), 1.959963984540054 * math.sqrt(1.06 / (x.size - 3))
     return {"rho": rho, "low": math.tanh(z - half), "high": math.tanh(z + half), "n": int(x.size)}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.lines import Line2D
 
+from ..checks import ConfigError
 from .figures import integer_ticks, plot_mean_band
 from .style import LABELS, PALETTE
 
@@ -36,7 +37,7 @@ def palette_key(key: str) -> str:
     try:
         return _PALETTE_KEY[key]
     except KeyError:
-        raise ValueError(f"unknown model key {key!r}; expected one of {sorted(_PALETTE_KEY)}") from None
+        raise ConfigError(f"key must be a results.json model key, one of {sorted(_PALETTE_KEY)}; got {key!r}") from None
 
 
 def _band(ax, x, mean, se, key, label, ls="-", marker="o"):
