@@ -60,7 +60,7 @@ from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_
                       instance, integer, integers, real, reals, to_dict)
 from ..data import Patterns, Prompts, make_patterns, training_tasks
 from ..evaluate import zero_one_error
-from ..seeding import torch_generator
+from ..seeding import STAGES, torch_generator
 from ..train import Draws, Member, SyntheticData, loss_per_model, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
@@ -223,7 +223,7 @@ def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None,
     tasks = training_tasks(d0.M1)
     data = {st.data: SyntheticData(pat, st.data, tasks) for st in settings}
     ms = [Member(s, st.kind, data[st.data], st.lr, m=d0.d + 1, delta=preset.delta) for st in settings for s in seeds]
-    val, _ = Draws(ms, "validation", device)(preset.n_eval)
+    val, _ = Draws(ms, STAGES["validation"], device)(preset.n_eval)
     grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
     pat_d = pat.to(device=device)
     tr = train(ms, TrainConfig(steps=preset.steps, batch_size=preset.batch_size), device=device, progress=False,

@@ -46,7 +46,7 @@ from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepCo
 from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
-from ..seeding import torch_generator, torch_generators
+from ..seeding import STAGES, torch_generator, torch_generators
 from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
@@ -207,7 +207,8 @@ def _validator(preset: RegressionPreset, seeds):
     distribution (``p_a``; lengths ``l_min``, the middle and ``l_max``; streams ``(s, "validation/linreg/<l>")``)."""
     task = preset.task
     lengths = sorted({task.l_min, (task.l_min + task.l_max) // 2, task.l_max})
-    vals = [regression_prompts(preset.n_val, l, task.d, task.p_a, torch_generators(seeds, f"validation/linreg/{l}"),
+    vals = [regression_prompts(preset.n_val, l, task.d, task.p_a,
+                               torch_generators(seeds, f"{STAGES['validation']}/linreg/{l}"),
                                kind=task.kind, bias=task.bias) for l in lengths]
 
     def validate(model, k: int) -> float:
