@@ -32,6 +32,7 @@ from matplotlib.patches import Patch
 from ..analysis.corollaries import query_terms
 from ..config import ConfigError, TestConfig
 from ..data import Patterns, test_prompts
+from ..data.vocabulary import PLACEMENTS
 from ..seeding import torch_generator
 from .figures import gate_legend, integer_ticks
 from .style import PALETTE
@@ -41,7 +42,6 @@ __all__ = ["defaults", "draw", "static_explorer", "make_explorer", "frame_grid",
 #: The grid of the kernel-free explorer (the test setting's own values are added to it).
 GRID_ALPHAS = (0.0, 0.3, 0.6, 0.8)
 GRID_KAPPAS = (0.5, 2.0)
-PLACEMENTS = ("R", "FQ", "CQ")
 PLACEMENT_NAMES = {"R": "random (R)", "FQ": "far from the query (FQ)", "CQ": "close to the query (CQ)"}
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from ..checks import ConfigError
+from ..data.vocabulary import RULES
 from .figures import integer_ticks, plot_mean_band
 from .style import LABELS, PALETTE
 
@@ -45,7 +46,7 @@ def _band(ax, x, mean, se, key, label, ls="-", marker="o"):
     plot_mean_band(ax, x, mean, np.minimum(se, mean), key, label=label, ls=ls, marker=marker)
 
 
-def plot_figure2(axes, alphas, errors: dict, errors_se: dict, *, claim: tuple | None = None, rules=("A", "B", "C"),
+def plot_figure2(axes, alphas, errors: dict, errors_se: dict, *, claim: tuple | None = None, rules=RULES,
                  bound_mamba: float, bound_lt: float = 0.5, level: float = 0.01, n_tasks: tuple = (30, 18),
                  legend: bool = True) -> list:
     """Paper Figure 2 with seeds: test error against ``alpha`` for each rule (one axis each).
