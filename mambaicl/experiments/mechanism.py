@@ -39,7 +39,7 @@ from ..analysis.corollaries import (SumRecorder, decay_summary, group_report, la
                                     mechanism_report, placement_cost)
 from ..evaluate import errors_by_task_group
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
+from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, RunConfig,
                       check_int, check_ints, choices, flag, instance, integer, integers, real, reals, to_dict)
 from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
@@ -68,7 +68,7 @@ class MechanismPreset(Preset):
     """One mechanism experiment: the model (``None``: one-layer Mamba of Eq. (3)), its training and the test."""
 
     model: Optional[DeepConfig] = instance(DeepConfig, optional=True)
-    train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.3))
+    train: RunConfig = instance(RunConfig, factory=lambda: RunConfig(lr=0.3))
     p_a: float = real(0.4, 0.0, 1.0, high_open=True)  # §4.1: "p_a = 0.4"
     alpha: float = real(0.3, 0.0, 1.0, high_open=True)  # the gate figure: "alpha = 0.3"
     n_test: int = integer(512, 1)
@@ -117,14 +117,14 @@ class MechanismPreset(Preset):
 
 
 #: the one-layer Mamba of Eq. (3) at p_a = 0.4 (§4.1), step size 0.3 (Figure 2's preset trains at p_a = 0.6 with 1.0)
-ONE_LAYER = MechanismPreset(name="one_layer", train=TrainConfig(lr=0.3, batch_size=64, steps=1000), n_placement=1000)
+ONE_LAYER = MechanismPreset(name="one_layer", train=RunConfig(lr=0.3, batch_size=64, steps=1000), n_placement=1000)
 #: Figures 3-5: the paper's three-layer Mamba (§4.1), single head, p_a = 0.4: residual layers of the paper's
 #: selective scan with pre-norm RMSNorm, trained with Algorithm 1 (SGD, hinge loss). The step size is searched
 #: over 0.1, 0.03, 0.01 on held-out seeds (validation hinge loss after 100 updates); each seed then trains until
 #: its validation loss (training tasks, fresh prompts) has not improved for 3 checks 25 updates apart (at most
 #: 1000 updates) and keeps its best check. Corollaries 1-2 are measured on prompts of all tasks.
 FIG3 = MechanismPreset(name="fig3", model=DeepConfig(kind="mamba", n_layers=3, d_model=64, norm="rms"),
-                       train=TrainConfig(lr=0.03, batch_size=64, steps=1000, optimizer="sgd", loss="hinge"),
+                       train=RunConfig(lr=0.03, batch_size=64, steps=1000, optimizer="sgd", loss="hinge"),
                        n_placement=500, lrs=(0.1, 0.03, 0.01), n_search=2, search_steps=100, val_every=25,
                        patience=3, n_norms=256, searched_lr=0.03)
 #: FIG3 without normalisation (its own step-size search and stopping)
@@ -135,7 +135,7 @@ FIG3_NONE = dataclasses.replace(FIG3, name="fig3_none", model=dataclasses.replac
 #: (L, L, E, N) gate); the sums are recorded at step 600 only (so at initialisation only when training stops
 #: earlier)
 MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers=3, d_model=32),
-                         train=TrainConfig(lr=1e-3, batch_size=32, steps=600, optimizer="adam"), n_test=256, J=6,
+                         train=RunConfig(lr=1e-3, batch_size=32, steps=600, optimizer="adam"), n_test=256, J=6,
                          n_group=256, group_sums=False, record_steps=(600,), n_sums=64, lrs=(3e-3, 1e-3, 3e-4),
                          n_search=2, search_steps=60, val_every=25, patience=3, n_val=128, n_norms=128,
                          searched_lr=3e-3)

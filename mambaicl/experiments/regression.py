@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepConfig, TestConfig, TrainConfig,
-                      check_choice, check_instance, check_int, check_trains, choice, flag, instance, integer,
-                      integers, real, reals, synthetic_trains, to_dict, trains)
+from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepConfig, RunConfig, TestConfig,
+                      TrainConfig, check_choice, check_instance, check_int, check_trains, choice, flag, instance,
+                      integer, integers, real, reals, synthetic_trains, to_dict, trains)
 from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
@@ -100,11 +100,11 @@ class RegressionPreset(Preset):
 
     app14: App14Spec | None = instance(App14Spec, factory=App14Spec, optional=True)
     task: LinRegTask = instance(LinRegTask, factory=LinRegTask)
-    one_layer: dict = trains(lambda: {k: TrainConfig(lr=0.01, batch_size=64, steps=1000, m=6, optimizer="adam",
+    one_layer: dict = trains(lambda: {k: RunConfig(lr=0.01, batch_size=64, steps=1000, m=6, optimizer="adam",
                                                      loss="squared") for k in ONE_LAYER}, ONE_LAYER, loss="squared")
     deep: dict = field(default_factory=lambda: {k: DeepConfig(kind=k, n_layers=3, d_model=16, d_state=16, norm="rms")
                                                 for k in ONE_LAYER})
-    deep_train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.003, batch_size=32, steps=500,
+    deep_train: RunConfig = instance(RunConfig, factory=lambda: RunConfig(lr=0.003, batch_size=32, steps=500,
                                                                               optimizer="adam", loss="squared"))
     lengths: tuple = integers((4, 8, 12, 16, 24, 32), 1)
     alpha_lengths: float = real(0.7, 0.0, 1.0, high_open=True)
@@ -133,17 +133,17 @@ REGRESSION = RegressionPreset(name="regression", deep={})
 #: RMSNorm, Adam eta = 0.003, batch 32) trained until the validation loss stops improving (patience 5 checks
 #: of 200 steps, at most 8000 steps); run it with 5 or more seeds
 CONVERGED = RegressionPreset(name="converged", app14=None, patience=5, check_every=200,
-                             deep_train=TrainConfig(lr=0.003, batch_size=32, steps=8000, optimizer="adam",
+                             deep_train=RunConfig(lr=0.003, batch_size=32, steps=8000, optimizer="adam",
                                                     loss="squared"))
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = RegressionPreset(
     name="tiny",
     app14=App14Spec(train={k: v for k, v in synthetic_trains(loss="squared", steps=30).items() if k in ONE_LAYER},
                     alphas=(0.0, 0.8), n_test=200),
-    one_layer={k: TrainConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
+    one_layer={k: RunConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
                for k in ONE_LAYER},
     deep={"mamba": DeepConfig(kind="mamba", n_layers=2, d_model=8, d_state=4)},
-    deep_train=TrainConfig(lr=0.003, batch_size=16, steps=40, optimizer="adam", loss="squared"),
+    deep_train=RunConfig(lr=0.003, batch_size=16, steps=40, optimizer="adam", loss="squared"),
     lengths=(4, 16), alphas=(0.0, 0.8), l_alphas=16, n_test=200, patience=2, check_every=10, n_val=64)
 PRESETS = {"regression": REGRESSION, "converged": CONVERGED, "tiny": TINY}
 DEFAULT_PRESET = "regression"

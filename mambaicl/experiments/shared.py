@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import (RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, TrainConfig,
+from ..config import (RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError, DataConfig, RunConfig, TestConfig,
                       check_choice, check_trains, choices, instance, integer, reals, synthetic_trains, trains)
 from ..data import Patterns, make_patterns
 from ..models import ONE_LAYER_KINDS
@@ -31,7 +31,7 @@ class Fig2Preset(Preset):
 
     data: DataConfig = instance(DataConfig, factory=DataConfig)
     test: TestConfig = instance(TestConfig, factory=TestConfig)
-    train: dict = trains(lambda: {k: TrainConfig() for k in ("mamba", "mamba_merged", "linear")})
+    train: dict = trains(lambda: {k: RunConfig() for k in ("mamba", "mamba_merged", "linear")})
     alphas: tuple = reals(_ALPHAS, 0.0, 1.0, high_open=True)
     rules: tuple = choices(RULES, RULES)
     n_test: int = integer(4000, 1)

@@ -54,8 +54,8 @@ def run_members(run, feat, cfg, seeds, lrs=None) -> List[Member]:
 
 
 def budget(run, steps=None) -> TrainConfig:
-    """The loop's budget for ``run`` (its ``lr`` is the members'; ``steps`` the cap)."""
-    return TrainConfig(lr=run.lr, batch_size=run.batch_size, steps=run.steps if steps is None else steps,
+    """The loop's budget for ``run`` (the step size is the members'; ``steps`` the cap)."""
+    return TrainConfig(batch_size=run.batch_size, steps=run.steps if steps is None else steps,
                        optimizer=run.optimizer, loss=run.loss)
 
 
