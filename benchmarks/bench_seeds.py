@@ -29,7 +29,7 @@ import torch
 import dataclasses
 
 from mambaicl.experiments.fig2 import FIG2, members, patterns
-from mambaicl.seeding import torch_generator
+from mambaicl.seeding import numpy_stream
 from mambaicl.train import train
 
 
@@ -46,10 +46,10 @@ def step_time(n_seeds: int, steps: int, dtype: torch.dtype, clock=time.perf_coun
 
 
 def sampling_time(n_seeds: int, steps: int, dtype: torch.dtype, clock=time.perf_counter) -> float:
-    """Seconds per step spent drawing the prompts alone: each seed's own generator (torch's Mersenne Twister,
-    ``(seed, "train")``) draws its uniforms, which become Definition 1 prompts (what the engine does per step)."""
+    """Seconds per step spent drawing the prompts alone: each seed's own NumPy stream (SFC64, ``(seed, "train")``)
+    draws its uniforms, which become Definition 1 prompts (what the engine does per step)."""
     ms = members(FIG2, patterns(FIG2, dtype=dtype), range(n_seeds), "mamba")
-    gens = [torch_generator(m.seed, "train") for m in ms]
+    gens = [numpy_stream(m.seed, "train") for m in ms]
     data, batch = ms[0].data, FIG2.train["mamba"].batch_size
     start = clock()
     for _ in range(steps):

@@ -14,7 +14,7 @@ import torch
 from .config import TestConfig, check_int, check_reals
 from .data import Patterns, tasks_by_group, test_prompts
 from .metric import zero_one_error
-from .seeding import generators_for, substage
+from .seeding import streams_for, substage
 
 __all__ = ["zero_one_error", "predict", "model_error", "test_error", "alpha_sweep", "errors_by_task_group"]
 
@@ -45,15 +45,15 @@ def model_error(model, P, z: torch.Tensor, chunk: int = 4096):
 
 
 @torch.no_grad()
-def test_error(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, n: int, generator, chunk: int = 4000):
+def test_error(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, n: int, stream, chunk: int = 4000):
     """0-1 error of ``model`` on ``n`` fresh Definition 2 prompts drawn from ``tasks``.
 
-    For a seed-batched model pass one generator per seed: returns one error per seed.
+    For a seed-batched model pass one NumPy stream per seed (:func:`mambaicl.seeding.numpy_streams`): returns one error per seed.
     """
     n = check_int("n", n, 1)
     F, z = [], []
     for start in range(0, n, chunk):
-        pr = test_prompts(pat, test, tasks, min(chunk, n - start), generator)
+        pr = test_prompts(pat, test, tasks, min(chunk, n - start), stream)
         F.append(predict(model, pr))
         z.append(pr.z)
     F, z = torch.cat(F, dim=-1), torch.cat(z, dim=-1)
@@ -71,7 +71,7 @@ def alpha_sweep(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, alp
     """
     alphas = check_reals("alphas", alphas, 0.0, 1.0, high_open=True, distinct=True)
     return [test_error(model, pat, dataclasses.replace(test, alpha=a), tasks, n,
-                       generators_for(seeds, substage(stage, alpha=a))) for a in alphas]
+                       streams_for(seeds, substage(stage, alpha=a))) for a in alphas]
 
 
 def errors_by_task_group(model, pat: Patterns, test: TestConfig, n: int, seeds, stage: str = "test/groups") -> dict:
@@ -80,7 +80,7 @@ def errors_by_task_group(model, pat: Patterns, test: TestConfig, n: int, seeds, 
     ``seeds``: an ``int`` for one model, a sequence for a seed-batched one (one error per seed). The
     prompts of group ``g`` come from the streams ``(seed, f"{stage}/group={g}")``.
     """
-    return {name: test_error(model, pat, test, tasks, n, generators_for(seeds, substage(stage, group=name)))
+    return {name: test_error(model, pat, test, tasks, n, streams_for(seeds, substage(stage, group=name)))
             for name, tasks in tasks_by_group(pat.mu.shape[0]).items()}
 
 

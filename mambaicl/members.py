@@ -15,7 +15,7 @@ from torch import nn
 
 from .config import (DEEP_KINDS, ONE_LAYER_KINDS, ConfigError, DataConfig, check_choice, check_instance, check_int,
                      check_real, check_seeds)
-from .seeding import torch_generator
+from .seeding import numpy_stream, torch_generator
 
 __all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "MemberStack", "member_model",
            "build_members"]
@@ -26,12 +26,13 @@ class PromptSource(Protocol):
     """What a :class:`Member` trains on (its ``data``): any hashable object with
 
     * ``d``: the data dimension (prompts are ``(..., l+1, d+1)``), read to build the model;
-    * ``sample(batch, generators) -> (P, z)``: ``len(generators)`` batches stacked on a leading axis,
+    * ``sample(batch, streams) -> (P, z)``: ``len(streams)`` batches (NumPy streams,
+      :func:`mambaicl.seeding.numpy_stream`) stacked on a leading axis,
       ``P`` a tensor ``(S, batch, l+1, d+1)`` or a :class:`mambaicl.data.Prompts` ``(S, batch, ...)``
-      and ``z`` ``(S, batch)``; batch ``s`` drawn from ``generators[s]`` only;
+      and ``z`` ``(S, batch)``; batch ``s`` drawn from ``streams[s]`` only;
     * optionally ``stack_key``: members whose data have different keys never share a stack (e.g.
       different patterns or prompt lengths, which cannot be concatenated);
-    * optionally ``sample_at(step, batch, generators)``: draws that depend on the training step (a curriculum);
+    * optionally ``sample_at(step, batch, streams)``: draws that depend on the training step (a curriculum);
       the engine calls it, with the step, instead of ``sample``.
 
     Equal data objects (``==``) share one draw per seed. :class:`SyntheticData` is Definition 1's;
@@ -40,7 +41,7 @@ class PromptSource(Protocol):
 
     d: int
 
-    def sample(self, batch: int, generators: list) -> tuple: ...
+    def sample(self, batch: int, streams: list) -> tuple: ...
 
 
 class SyntheticData:
@@ -66,10 +67,10 @@ class SyntheticData:
     def stack_key(self) -> tuple:
         return (self.pat.key, self.config.l_tr)
 
-    def sample(self, batch: int, generators: list) -> tuple:
+    def sample(self, batch: int, streams: list) -> tuple:
         from .data import training_prompts
 
-        pr = training_prompts(self.pat, self.config, self.tasks, batch, list(generators))
+        pr = training_prompts(self.pat, self.config, self.tasks, batch, list(streams))
         return pr, pr.z
 
     def __eq__(self, other) -> bool:
@@ -83,8 +84,8 @@ class SyntheticData:
 
 
 class SampledData:
-    """Any prompt sampler as a member's data: ``fn(batch, generators) -> (P, z)`` stacked over the
-    generators (see :class:`PromptSource`); equal when ``key`` is equal (give every distinct sampler
+    """Any prompt sampler as a member's data: ``fn(batch, streams) -> (P, z)`` stacked over the
+    streams (see :class:`PromptSource`); equal when ``key`` is equal (give every distinct sampler
     its own key); ``stack_key`` defaults to ``key``."""
 
     def __init__(self, fn: Callable, d: int, key, stack_key=None) -> None:
@@ -94,8 +95,8 @@ class SampledData:
         self.stack_key = key if stack_key is None else stack_key
         _check_hashable("key", key)
 
-    def sample(self, batch: int, generators: list) -> tuple:
-        return self.fn(batch, list(generators))
+    def sample(self, batch: int, streams: list) -> tuple:
+        return self.fn(batch, list(streams))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, SampledData) and self.key == other.key
@@ -140,7 +141,7 @@ class Member:
                 raise ConfigError(f"{name} must be a non-empty string naming a stream; got {value!r}")
         check_real("lr", self.lr, 0.0, low_open=True)
         if not isinstance(self.data, PromptSource) or not callable(getattr(self.data, "sample", None)):
-            raise ConfigError(f"data must have d and sample(batch, generators) (PromptSource); got {self.data!r}")
+            raise ConfigError(f"data must have d and sample(batch, streams) (PromptSource); got {self.data!r}")
         _check_hashable("data", self.data)
         if self.n_layers is None:
             check_choice("kind", self.kind, _one_layer_kinds())
@@ -240,7 +241,7 @@ def _join(parts: list):
 class Draws:
     """The draw-replay of a group: member ``i`` with data ``D`` and seed ``s`` gets the prompts of the stream
     ``(s, stage)`` (its own ``Member.stage`` if set) drawn by ``D`` -- exactly those of a run of that member
-    alone. Each distinct ``(D, s, stage)`` has its own generator and is drawn once per step (members equal in
+    alone. Each distinct ``(D, s, stage)`` has its own NumPy stream (:func:`mambaicl.seeding.numpy_stream`) and is drawn once per step (members equal in
     all three share the draw)."""
 
     def __init__(self, group: list, stage: str, device) -> None:
@@ -250,7 +251,7 @@ class Draws:
             seeds = self.sources.setdefault(m.data, [])
             if st not in seeds:
                 seeds.append(st)
-        self.gens = [[torch_generator(s, name) for s, name in seeds] for seeds in self.sources.values()]
+        self.gens = [[numpy_stream(s, name) for s, name in seeds] for seeds in self.sources.values()]  # prompt streams
         offset, row = 0, {}
         for data, seeds in self.sources.items():
             row.update({(data, st): offset + j for j, st in enumerate(seeds)})

@@ -14,7 +14,15 @@ the birthday bound after ~2^16 streams. Instead, :func:`torch_generator` fills a
 twister's state from the stream's ``SeedSequence`` (through a PCG64 of 255 bits seeded by it, which is
 4x faster than ``generate_state(624)``) and loads them with ``Generator.set_state``: two streams share
 a first draw only by chance (tested on 200,000 streams).
-NumPy streams (:func:`numpy_generator`) are PCG64 seeded from the same ``SeedSequence``.
+
+**Prompts draw from NumPy streams.** Every prompt builder of :mod:`mambaicl.data` (Definitions 1 and 2,
+multi-class levels, linear regression, SST-2 prompts) takes its stream as an argument: a
+:class:`numpy.random.Generator` on SFC64 seeded by the stream's ``SeedSequence``
+(:func:`numpy_stream`; :func:`numpy_streams` for a seed-batched run, one per seed). SFC64 draws a batch
+of uniforms in about a third of the Mersenne Twister's time and its 256-bit state is created from the
+``SeedSequence`` directly, so a seed costs little. A stream is an object the caller holds and passes on;
+nothing is attached to another generator. Torch generators (:func:`torch_generator`) remain for what
+torch draws: parameter initialisation and the SST-2 split's own shuffles.
 
 Stage names used by the book: the table :data:`STAGES` (any non-empty string is allowed as a stage):
 
@@ -40,10 +48,10 @@ import hashlib
 import numpy as np
 import torch
 
-from .config import check_seed, check_seeds, check_text
+from .config import ConfigError, check_seed, check_seeds, check_text
 
-__all__ = ["STAGES", "stream_seed", "seed_sequence", "substage", "generators_for", "torch_generator", "torch_generators",
-           "numpy_generator"]
+__all__ = ["STAGES", "stream_seed", "seed_sequence", "substage", "numpy_stream", "numpy_streams", "streams_for",
+           "torch_generator", "torch_generators", "check_stream"]
 
 #: the book's stage names, by purpose (the module's table)
 STAGES = {"patterns": "patterns", "init": "init", "train": "train", "test": "test", "validation": "validation",
@@ -84,11 +92,11 @@ def substage(stage: str, **labels) -> str:
     return "/".join([check_text("stage", stage)] + [f"{k}={v}" for k, v in labels.items()])
 
 
-def generators_for(seeds, stage: str):
-    """One generator for an ``int`` seed (a single model), else one per seed (a seed-batched model)."""
+def streams_for(seeds, stage: str):
+    """One NumPy stream for an ``int`` seed (a single model), else one per seed (a seed-batched model)."""
     if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        return torch_generator(seeds, stage)
-    return torch_generators(seeds, stage)
+        return numpy_stream(seeds, stage)
+    return numpy_streams(seeds, stage)
 
 
 _TEMPLATE: np.ndarray | None = None
@@ -111,7 +119,7 @@ def _mt_words(seq: np.random.SeedSequence) -> tuple[int, np.ndarray]:
     """An initial-seed summary and the 624 twister words ``(624,) uint32`` of stream ``seq``.
 
     ``seq.generate_state(8)`` gives 512 bits; words 4-7 (disjoint from the 4 that seed
-    :func:`numpy_generator`'s PCG64) set a PCG64 state of 128 + 127 bits whose first 312 outputs are
+    :func:`numpy_stream`'s SFC64, which takes words 0-2) set a PCG64 state of 128 + 127 bits whose first 312 outputs are
     the 624 words (``generate_state(624)`` itself costs 4x more; the tests draw from 200,000 streams).
     """
     w = [int(x) for x in seq.generate_state(8, dtype=np.uint64)]
@@ -151,6 +159,22 @@ def torch_generators(seeds, stage: str) -> list[torch.Generator]:
     return [torch_generator(s, stage) for s in check_seeds("seeds", seeds)]
 
 
-def numpy_generator(seed: int, stage: str) -> np.random.Generator:
-    """A NumPy ``Generator`` (PCG64, 128-bit state) for ``(seed, stage)``, for code that draws with NumPy."""
-    return np.random.Generator(np.random.PCG64(seed_sequence(seed, stage)))
+def numpy_stream(seed: int, stage: str) -> np.random.Generator:
+    """The NumPy stream of ``(seed, stage)``: a ``Generator`` on SFC64 seeded by :func:`seed_sequence`.
+
+    Every prompt builder draws from one of these (passed as its ``stream`` argument).
+    """
+    return np.random.Generator(np.random.SFC64(seed_sequence(seed, stage)))
+
+
+def numpy_streams(seeds, stage: str) -> list[np.random.Generator]:
+    """One NumPy stream per seed for ``stage``: the prompt streams of a seed-batched run."""
+    return [numpy_stream(s, stage) for s in check_seeds("seeds", seeds)]
+
+
+def check_stream(name: str, stream) -> np.random.Generator:
+    """``stream`` if it is a NumPy ``Generator`` (what prompt builders draw from), else a ``ConfigError``."""
+    if not isinstance(stream, np.random.Generator):
+        raise ConfigError(f"{name} must be a numpy.random.Generator (mambaicl.seeding.numpy_stream(seed, stage)); "
+                          f"got {type(stream).__name__}")
+    return stream

@@ -5,7 +5,7 @@ Glossary (code name -> paper symbol):
 ================  ==========================================================
 ``Member``        one independent run: seed, model kind, the prompts it trains on (``data``), step
                   size ``eta`` (``lr``) and the model keywords
-``data``          a :class:`PromptSource`: ``sample(batch, generators) -> (P, z)``, ``P``
+``data``          a :class:`PromptSource`: ``sample(batch, streams) -> (P, z)``, ``P``
                   ``(S, batch, l+1, d+1)`` (or :class:`mambaicl.data.Prompts`), ``z`` ``(S, batch)``
 ``hinge``         ``l(Psi; P, z) = max{0, 1 - z F(Psi; P)}`` (Section 2)
 ``logistic``      ``log(1 + exp(-z F))``, for the deep models of Chapters 5-6

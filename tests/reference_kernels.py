@@ -67,15 +67,15 @@ def attention_heads_seq(u, W_B, W_C, softmax: bool) -> torch.Tensor:
     return torch.stack(outs, dim=2)  # (batch, H, L, D)
 
 
-def algorithm_1(model, pat, data, tasks, generators, *, steps: int, batch_size: int, lr: float, callback=None):
+def algorithm_1(model, pat, data, tasks, streams, *, steps: int, batch_size: int, lr: float, callback=None):
     """Algorithm 1 of Li et al. (2025) written out on one given model: at each step, fresh Definition 1 prompts
-    from ``generators`` (one per seed of a stack, or one generator), the mean hinge loss, and a plain
+    from ``streams`` (NumPy streams: one per seed of a stack, or one), the mean hinge loss, and a plain
     ``torch.optim.SGD`` step (a stack's seeds summed). ``callback(step, model)`` after each update."""
     from mambaicl.data import training_prompts
 
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
     for step in range(steps):
-        pr = training_prompts(pat, data, tasks, batch_size, generators)
+        pr = training_prompts(pat, data, tasks, batch_size, streams)
         opt.zero_grad()
         torch.clamp(1 - pr.z * model(pr), min=0).mean(-1).sum().backward()
         opt.step()

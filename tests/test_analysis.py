@@ -164,7 +164,7 @@ def test_stack_probes_equal_the_single_model_probes(kind):
     from mambaicl.config import DataConfig
     from mambaicl.data import make_patterns, training_prompts, training_tasks
     from mambaicl.models import build_model
-    from mambaicl.seeding import torch_generator, torch_generators
+    from mambaicl.seeding import numpy_streams, torch_generator, torch_generators
 
     data = DataConfig()
     pat = make_patterns(data, torch_generator(0, "patterns"))
@@ -172,7 +172,7 @@ def test_stack_probes_equal_the_single_model_probes(kind):
     with torch.no_grad():  # move away from the initialisation so that every probe is non-trivial
         for p in stack.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(3), dtype=p.dtype))
-    pr = training_prompts(pat, data, training_tasks(data.M1), 50, torch_generators((0, 1, 2), "validation"))
+    pr = training_prompts(pat, data, training_tasks(data.M1), 50, numpy_streams((0, 1, 2), "validation"))
     got = stack_probes(stack, pat, pr)
     for s in range(3):
         single = make_probes(pat, pr[s], gated=(kind == "mamba"))

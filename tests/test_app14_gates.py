@@ -8,7 +8,7 @@ from mambaicl.analysis.claims import CLAIMS
 from mambaicl.data import all_tasks, test_prompts
 from mambaicl.experiments import app14_gates as ag
 from mambaicl.experiments import fig2, regression
-from mambaicl.seeding import torch_generators
+from mambaicl.seeding import numpy_streams, torch_generators
 
 
 def test_same_models_as_the_regression_experiment_and_gates_by_a_loop():
@@ -18,7 +18,7 @@ def test_same_models_as_the_regression_experiment_and_gates_by_a_loop():
     assert torch.equal(res.stack.w, stacks["mamba"].w) and torch.equal(res.stack.W_C, stacks["mamba"].W_C)
     f2 = ag.fig2_preset(ag.TINY)
     pat = fig2.patterns(f2)
-    pr = test_prompts(pat, dataclasses.replace(f2.test, alpha=0.3), all_tasks(6), 50, torch_generators(seeds, "x"))
+    pr = test_prompts(pat, dataclasses.replace(f2.test, alpha=0.3), all_tasks(6), 50, numpy_streams(seeds, "x"))
     med = ag.gate_medians(res.stack, pr)
     P = pr.P  # (S, B, L, D)
     for s in range(2):

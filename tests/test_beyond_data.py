@@ -12,7 +12,7 @@ from mambaicl.data.multiclass import (all_levels_error, concat_prompts, level_er
 from mambaicl.data.regression import least_squares_clean, regression_prompts, squared_error
 from mambaicl.evaluate import zero_one_error
 from mambaicl.experiments import fig2
-from mambaicl.seeding import torch_generator, torch_generators
+from mambaicl.seeding import numpy_stream, numpy_streams, torch_generator, torch_generators
 
 PAT = fig2.patterns(fig2.FIG2)
 DATA = fig2.FIG2.data
@@ -43,8 +43,8 @@ def test_stacked_prompt_is_app13_block_layout():
 
 
 def test_concat_prompts_orders_members():
-    a = training_prompts(PAT, DATA, training_tasks(6), 3, torch_generators([0, 1], "a"))
-    b = training_prompts(PAT, DATA, training_tasks(6), 3, torch_generators([0, 1], "b"))
+    a = training_prompts(PAT, DATA, training_tasks(6), 3, numpy_streams([0, 1], "a"))
+    b = training_prompts(PAT, DATA, training_tasks(6), 3, numpy_streams([0, 1], "b"))
     cat, inter = concat_prompts([a, b]), concat_prompts([a, b], interleave=True)
     assert torch.equal(cat[2].P, b[0].P) and torch.equal(inter[1].P, b[0].P) and torch.equal(inter[2].P, a[1].P)
     with pytest.raises(ValueError, match=r"^parts must hold at least one Prompts batch"):
@@ -78,7 +78,7 @@ def test_all_levels_error_against_a_loop_with_ties_nan_and_inf():
 
 
 def test_regression_prompts_follow_the_task_and_park_outliers():
-    pr = regression_prompts(200, 30, 4, 0.6, torch_generator(0, "r"), kind="dummy")
+    pr = regression_prompts(200, 30, 4, 0.6, numpy_stream(0, "r"), kind="dummy")
     x, y = pr.P[..., :-1], pr.P[..., -1]
     clean = ~pr.outlier
     pred = (x[:, :-1] @ pr.w.unsqueeze(-1)).squeeze(-1)
@@ -86,9 +86,9 @@ def test_regression_prompts_follow_the_task_and_park_outliers():
     assert torch.all(x[:, :-1][pr.outlier] == 1) and torch.all(y[:, :-1][pr.outlier] == 1)  # (1_d, 1)
     assert torch.allclose(pr.z, (x[:, -1] * pr.w).sum(-1)) and torch.all(y[:, -1] == 0)
     assert abs(pr.outlier.double().mean().item() - 0.6) < 0.03
-    rnd = regression_prompts(200, 30, 4, 0.6, torch_generator(0, "r"), kind="random", bias=True)
+    rnd = regression_prompts(200, 30, 4, 0.6, numpy_stream(0, "r"), kind="random", bias=True)
     assert rnd.P.shape == (200, 31, 6) and torch.all(rnd.P[..., 4] == 1)  # the constant feature
-    dummy = regression_prompts(200, 30, 4, 0.6, torch_generator(0, "r"), kind="dummy", bias=True)
+    dummy = regression_prompts(200, 30, 4, 0.6, numpy_stream(0, "r"), kind="dummy", bias=True)
     assert torch.equal(rnd.outlier, dummy.outlier)  # the same draws up to the replacement
     keep = ~rnd.outlier
     assert torch.equal(rnd.P[:, :-1][keep], dummy.P[:, :-1][keep])
@@ -96,14 +96,14 @@ def test_regression_prompts_follow_the_task_and_park_outliers():
     assert not torch.all(x_out == 1) and abs(float(x_out.var()) - 1) < 0.15  # x ~ N(0, I) kept
     fake = rnd.P[:, :-1, -1][rnd.outlier]
     assert abs(float(fake.var()) / 4 - 1) < 0.15  # y ~ N(0, d)
-    st = regression_prompts(7, 5, 3, 0.3, torch_generators([0, 1], "r"))
+    st = regression_prompts(7, 5, 3, 0.3, numpy_streams([0, 1], "r"))
     assert st.P.shape == (2, 7, 6, 4)
-    assert torch.equal(st.P[1], regression_prompts(7, 5, 3, 0.3, torch_generator(1, "r")).P)
+    assert torch.equal(st.P[1], regression_prompts(7, 5, 3, 0.3, numpy_stream(1, "r")).P)
 
 
 def test_least_squares_on_clean_examples_matches_numpy_min_norm():
     for l, p in ((12, 0.5), (3, 0.2)):  # determined and under-determined (min-norm) systems
-        pr = regression_prompts(20, l, 4, p, torch_generator(1, f"ls{l}"), kind="random", bias=True)
+        pr = regression_prompts(20, l, 4, p, numpy_stream(1, f"ls{l}"), kind="random", bias=True)
         F = least_squares_clean(pr.P, pr.outlier, d=4)
         for b in range(20):
             keep = ~pr.outlier[b].numpy()
@@ -111,7 +111,7 @@ def test_least_squares_on_clean_examples_matches_numpy_min_norm():
             y = pr.P[b, :l, -1].numpy()[keep]
             w_hat = np.linalg.lstsq(X, y, rcond=None)[0] if keep.any() else np.zeros(4)
             assert abs(float(F[b]) - float(pr.P[b, -1, :4].numpy() @ w_hat)) < 1e-8
-    pr = regression_prompts(50, 16, 4, 0.3, torch_generator(2, "ls"))
+    pr = regression_prompts(50, 16, 4, 0.3, numpy_stream(2, "ls"))
     assert squared_error(least_squares_clean(pr.P, pr.outlier), pr.z, 4) < 1e-12  # noiseless, enough clean examples
 
 
@@ -119,8 +119,8 @@ def test_squared_error_and_bad_inputs():
     assert squared_error(torch.tensor([1.0, 3.0]), torch.tensor([0.0, 0.0]), d=5) == pytest.approx(1.0)
     assert squared_error(torch.tensor([float("nan"), 0.0]), torch.zeros(2)) == float("inf")
     with pytest.raises(ValueError, match=r"^p must be a real number in \[0.0, 1.0\); got 1.0$"):
-        regression_prompts(3, 4, 2, 1.0, torch_generator(0, "r"))
+        regression_prompts(3, 4, 2, 1.0, numpy_stream(0, "r"))
     with pytest.raises(ValueError, match="^kind must be one of"):
-        regression_prompts(3, 4, 2, 0.1, torch_generator(0, "r"), kind="huber")
+        regression_prompts(3, 4, 2, 0.1, numpy_stream(0, "r"), kind="huber")
     with pytest.raises(ValueError, match=r"^l must be an integer in \[1, inf\]; got 0$"):
-        regression_prompts(3, 0, 2, 0.1, torch_generator(0, "r"))
+        regression_prompts(3, 0, 2, 0.1, numpy_stream(0, "r"))

@@ -9,7 +9,7 @@ import torch
 from mambaicl.config import SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError
 from mambaicl.data import all_tasks, make_patterns, test_prompts
 from mambaicl.experiments import boundary, regression
-from mambaicl.seeding import torch_generator, torch_generators
+from mambaicl.seeding import numpy_streams, torch_generator, torch_generators
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_kappas_change_only_the_outlier_rows():
     """The kappas re-test on paired prompts: one stream, only the outlier examples' magnitude differs."""
     pat = make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"))
     prs = [test_prompts(pat, dataclasses.replace(SYNTHETIC_TEST, alpha=0.5, kappa_a_prime=kap), all_tasks(6), 50,
-                        torch_generators((0,), "test/boundary/20/0.5")) for kap in (2.0, 6.67)]
+                        numpy_streams((0,), "test/boundary/20/0.5")) for kap in (2.0, 6.67)]
     assert torch.equal(prs[0].outlier, prs[1].outlier) and torch.equal(prs[0].z, prs[1].z)
     o = prs[0].outlier[0]  # (n, l)
     x0, x1 = prs[0].P[0][..., :-1, :-1], prs[1].P[0][..., :-1, :-1]  # context inputs (n, l, d)
@@ -78,7 +78,7 @@ def test_predict_zero_reference_is_the_mean_squared_target():
     from mambaicl.data.regression import regression_prompts
 
     for s in range(2):
-        pr = regression_prompts(pre.n_test, pre.l_alphas, pre.task.d, 0.0, torch_generators((0, 1), f"test/linreg/"
+        pr = regression_prompts(pre.n_test, pre.l_alphas, pre.task.d, 0.0, numpy_streams((0, 1), f"test/linreg/"
                                 f"{pre.l_alphas}/0.0"), kind=pre.task.kind, bias=pre.task.bias)
         want = float((pr.z[s].double() ** 2).mean()) / pre.task.d
         assert r.linreg_vs_alpha["predict_zero"][0]["per_seed"][s] == pytest.approx(want, rel=1e-12)

@@ -9,7 +9,7 @@ import torch
 from mambaicl.config import ConfigError
 from mambaicl.models import OneLayerStack, gates
 from mambaicl.models.gla import GATE_FAMILIES, OWN_TOKEN_GATE, GateConfig, GLAStack, build_gla
-from mambaicl.seeding import torch_generators
+from mambaicl.seeding import numpy_streams, torch_generators
 
 S, B, L, D = 2, 3, 7, 5  # seeds, prompts, tokens (query last), d + 1
 
@@ -147,7 +147,7 @@ def test_prompts_and_tensors_give_the_same_output(family):
     from mambaicl.data import all_tasks, test_prompts
 
     pat = fig2.patterns(fig2.FIG2)
-    pr = test_prompts(pat, fig2.FIG2.test, all_tasks(6), 8, torch_generators([0, 1], "t"))
+    pr = test_prompts(pat, fig2.FIG2.test, all_tasks(6), 8, numpy_streams([0, 1], "t"))
     st = build_gla(family, 30, m=31, generators=torch_generators([0, 1], "init"))
     with torch.no_grad():
         assert torch.allclose(st(pr), st(pr.P), atol=1e-10)

@@ -8,7 +8,7 @@ from mambaicl.data import training_prompts, training_tasks
 from mambaicl.experiments import context_examples as ce
 from mambaicl.experiments import fig2
 from mambaicl.experiments import kappa_lower_bound as kl
-from mambaicl.seeding import torch_generators
+from mambaicl.seeding import numpy_streams, torch_generators
 
 
 def test_needed_length_by_hand():
@@ -35,7 +35,7 @@ def test_kappa_bound_and_hinge_by_hand():
     pat = fig2.patterns(kl.TINY.fig2)
     for i, kappa in enumerate(r.kappas):
         data = kl.TINY.fig2.data.__class__(**{**kl.TINY.fig2.data.__dict__, "kappa_a": kappa})
-        val = training_prompts(pat, data, training_tasks(6), r.n_val, torch_generators((0, 1), "validation/kappa"))
+        val = training_prompts(pat, data, training_tasks(6), r.n_val, numpy_streams((0, 1), "validation/kappa"))
         stack = r.models[("mamba", kappa)]
         with torch.no_grad():
             F = stack(val)  # (S, n)

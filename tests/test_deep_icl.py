@@ -12,7 +12,7 @@ from mambaicl.experiments import mechanism as M
 from mambaicl.experiments.mechanism_fit import (LEARNS_IN_CONTEXT, learns_in_context, token_norms, validation_loss,
                                                  validation_prompts)
 from mambaicl.models import build_model
-from mambaicl.seeding import torch_generator
+from mambaicl.seeding import numpy_stream, torch_generator
 from mambaicl.train import EarlyStopping, train
 
 
@@ -27,7 +27,7 @@ def _small(norm="rms", **kw):
 def _prompts(n=12, seed=0):
     pat = make_patterns(SYNTHETIC_DATA, torch.Generator().manual_seed(0), dtype=torch.get_default_dtype())
     test = dataclasses.replace(M.setting(M.FIG3)[1], alpha=0.3)
-    return pat, test_prompts(pat, test, all_tasks(SYNTHETIC_DATA.M1), n, torch_generator(seed, "t"))
+    return pat, test_prompts(pat, test, all_tasks(SYNTHETIC_DATA.M1), n, numpy_stream(seed, "t"))
 
 
 def _hinge(F, z):  # independent of mambaicl.train: mean max(0, 1 - z F)

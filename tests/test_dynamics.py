@@ -10,7 +10,7 @@ from mambaicl.config import DataConfig, TrainConfig
 from mambaicl.data import make_patterns, training_tasks
 from mambaicl.experiments import dynamics as D
 from mambaicl.models import build_model
-from mambaicl.seeding import torch_generator
+from mambaicl.seeding import numpy_stream, torch_generator
 from mambaicl.train import Member, SyntheticData, train
 
 SMALL = dataclasses.replace(D.TINY, name="small", steps=30)
@@ -55,7 +55,7 @@ def test_initial_margin_matches_the_untrained_linear_transformer():
 
     data = DataConfig()
     pat = make_patterns(data, torch_generator(0, "patterns"))
-    pr = training_prompts(pat, data, training_tasks(data.M1), 20000, torch_generator(1, "validation"))
+    pr = training_prompts(pat, data, training_tasks(data.M1), 20000, numpy_stream(1, "validation"))
     model = build_model("linear", data.d, delta=0.05)
     with torch.no_grad():
         margin = float((pr.z * model(pr)).mean())

@@ -123,10 +123,14 @@ def test_figure_functions_draw_every_legend_entry(small):
     pat, stacks = small
     alphas = [0.0, 0.5, 0.8]
     errs = {k: {r: [0.01, 0.02, 0.3] for r in "ABC"} for k in ("mamba", "mamba_merged", "linear_transformer")}
-    ses = {k: {r: [0.001, 0.002, 0.01] for r in "ABC"} for k in errs}
+    per_seed = {k: {r: [[0.01, 0.02, 0.3], [0.0, 0.03, 0.2], [0.02, 0.01, 0.9]] for r in "ABC"} for k in errs}
     fig, axes = plt.subplots(1, 3)
-    handles = fig2_viz().plot_figure2(axes, alphas, errs, ses, claim=(errs["mamba"], ses["mamba"]), bound_mamba=0.6)
+    handles = fig2_viz().plot_figure2(axes, alphas, errs, per_seed, claim=(errs["mamba"], per_seed["mamba"]),
+                                      bound_mamba=0.6)
     assert len(handles) == 4 + 3  # four curves, the paper's line, two bounds
+    dots = [c for c in axes[0].collections if c.get_offsets().shape[0] == 3 * 3]  # one dot per seed and alpha
+    assert len(dots) == 4 and sorted(dots[0].get_offsets()[:, 1].tolist()) == sorted([0.01, 0.02, 0.3, 0.0, 0.03,
+                                                                                      0.2, 0.02, 0.01, 0.9])
     plt.close(fig)
     fig, axes = plt.subplots(1, 3)
     A = fig2.attention_by_distance(stacks["mamba"], pat.mu).numpy()

@@ -13,7 +13,7 @@ from mambaicl.data.task_sets import TASK_SETS, groups_for, meeting_distance, tas
 from mambaicl.experiments import fig2, fig2_ablations as fa
 from mambaicl.metric import zero_one_error
 from mambaicl.models import build_model
-from mambaicl.seeding import torch_generator, torch_generators
+from mambaicl.seeding import numpy_streams, torch_generator, torch_generators
 
 
 @pytest.mark.parametrize("name", TASK_SETS)
@@ -85,8 +85,8 @@ def test_error_by_length_equals_prompts_of_each_length():
     pat = fig2.patterns(fig2.FIG2)
     test = dataclasses.replace(fig2.FIG2.test, alpha=0.3)
     stack, seeds, lengths = _lt_stack(), (0, 1), (1, 3, 8, 20)
-    got = fa.error_by_length(stack, pat, test, all_tasks(6), 300, lengths, torch_generators(seeds, "t"), chunk=120)
-    pr = test_prompts(pat, dataclasses.replace(test, l_ts=20), all_tasks(6), 300, torch_generators(seeds, "t"))
+    got = fa.error_by_length(stack, pat, test, all_tasks(6), 300, lengths, numpy_streams(seeds, "t"), chunk=120)
+    pr = test_prompts(pat, dataclasses.replace(test, l_ts=20), all_tasks(6), 300, numpy_streams(seeds, "t"))
     for i, L in enumerate(lengths):
         keep = torch.cat([torch.arange(L), torch.tensor([20])])
         cut = dataclasses.replace(pr, **{f: getattr(pr, f)[..., keep] for f in ("relevant", "irrelevant", "kappa", "y")},
@@ -100,7 +100,7 @@ def test_error_by_length_refuses_a_gated_model():
     pat = fig2.patterns(fig2.FIG2)
     mamba = build_model("mamba", 30, m=31, generators=[torch_generator(0, "init")])
     with pytest.raises(ConfigError, match=r"^error_by_length needs an ungated model \(the linear Transformer\)"):
-        fa.error_by_length(mamba, pat, fig2.FIG2.test, all_tasks(6), 10, (1, 2), torch_generators((0,), "t"))
+        fa.error_by_length(mamba, pat, fig2.FIG2.test, all_tasks(6), 10, (1, 2), numpy_streams((0,), "t"))
 
 
 def test_lengths_needed_and_fits_per_seed():

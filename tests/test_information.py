@@ -11,7 +11,7 @@ from mambaicl.analysis import theory
 from mambaicl.config import SYNTHETIC_DATA, SYNTHETIC_TEST, ConfigError
 from mambaicl.data import all_tasks, make_patterns, test_prompts, training_prompts, training_tasks
 from mambaicl.data.task_sets import groups_for, task_set
-from mambaicl.seeding import torch_generator
+from mambaicl.seeding import numpy_stream, torch_generator
 
 M1 = SYNTHETIC_DATA.M1
 
@@ -33,7 +33,7 @@ def test_bound_matches_a_count_on_definition_2_prompts(alpha, l_ts, placement):
     n = 40000
     for group in ("training", "reversed", "distance 2", "distance 3"):
         sub = tasks[torch.tensor([g == group for g in names])]
-        pr = test_prompts(pat, test, sub, n, torch_generator(1, f"info/{group}"))
+        pr = test_prompts(pat, test, sub, n, numpy_stream(1, f"info/{group}"))
         p = _no_readable(pr, group in info.MET_GROUPS).double().mean().item()
         want = 2 * info.information_bound(alpha, l_ts, group)  # P(no readable example)
         se = math.sqrt(max(want * (1 - want), 1e-12) / n)
@@ -43,7 +43,7 @@ def test_bound_matches_a_count_on_definition_2_prompts(alpha, l_ts, placement):
 def test_training_bound_matches_definition_1_prompts():
     pat = make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"))
     cfg = dataclasses.replace(SYNTHETIC_DATA, p_a=0.8, l_tr=8)
-    pr = training_prompts(pat, cfg, training_tasks(M1), 40000, torch_generator(2, "info/train"))
+    pr = training_prompts(pat, cfg, training_tasks(M1), 40000, numpy_stream(2, "info/train"))
     p = _no_readable(pr, True).double().mean().item()
     want = 2 * info.training_information_bound(0.8, 8)
     assert abs(p - want) < 4 * math.sqrt(want * (1 - want) / 40000)

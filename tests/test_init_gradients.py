@@ -2,6 +2,7 @@
 import dataclasses
 
 import pytest
+import numpy as np
 import torch
 
 from mambaicl.analysis.init_gradients import (gate_sums_at_zero, lemma3_init_rate, lemma4_mu_init_rate,
@@ -25,11 +26,12 @@ def _autograd_rates(cfg: DataConfig, delta: float, n: int, chunks: int, seed: in
     w = 0, projected as the three probes (mean_j mu_j^T W_C mu_j growth, v*^T w fall, mu^T w fall), ``(chunks, 3)``."""
     gen = torch.Generator().manual_seed(seed)
     pat = make_patterns(cfg, gen)
+    stream = np.random.default_rng(seed)
     tasks = training_tasks(cfg.M1)
     D = cfg.d + 1
     out = []
     for _ in range(chunks):
-        pr = training_prompts(pat, cfg, tasks, n, gen)
+        pr = training_prompts(pat, cfg, tasks, n, stream)
         P = pr.P  # (n, l+1, D)
         W_B = torch.zeros(D, D, dtype=torch.float64)
         W_B[:cfg.d, :cfg.d] = delta * torch.eye(cfg.d, dtype=torch.float64)

@@ -3,9 +3,10 @@ import dataclasses
 import math
 
 import pytest
+import numpy as np
 import torch
 
-from mambaicl.seeding import torch_generator
+from mambaicl.seeding import numpy_stream, torch_generator
 from mambaicl.analysis.corollaries import (
     SumRecorder,
     attention_sums,
@@ -38,7 +39,7 @@ def small_setup(alpha=0.3, placement="R", n=16, seed=0):
     data = dataclasses.replace(FIG2.data, p_a=0.4)
     pat = make_patterns(data, torch.Generator().manual_seed(0))
     test = dataclasses.replace(FIG2.test, alpha=alpha, placement=placement)
-    pr = draw_test_prompts(pat, test, all_tasks(data.M1), n, torch.Generator().manual_seed(seed))
+    pr = draw_test_prompts(pat, test, all_tasks(data.M1), n, np.random.default_rng(seed))
     return data, pat, test, pr
 
 
@@ -87,7 +88,7 @@ def test_trained_one_layer_gates_match_an_independent_computation_from_saved_w(t
     data, pat, _, pr = small_setup(n=8)
     cfg = RunConfig(lr=0.3, batch_size=32, steps=20)
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
-    algorithm_1(model, pat, data, training_tasks(data.M1), torch_generator(2, "train"), steps=cfg.steps,
+    algorithm_1(model, pat, data, training_tasks(data.M1), numpy_stream(2, "train"), steps=cfg.steps,
                 batch_size=cfg.batch_size, lr=cfg.lr)
     torch.save(model.state_dict(), tmp_path / "model.pt")
     w = torch.load(tmp_path / "model.pt")["w"].tolist()
@@ -153,7 +154,7 @@ def test_log_steps_and_recorder_records_at_those_steps():
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
     rec = SumRecorder(pr, steps=(1, 3, 7))
     rec.record(0, model)
-    algorithm_1(model, pat, data, training_tasks(data.M1), torch_generator(0, "train"), steps=8, batch_size=8, lr=0.1,
+    algorithm_1(model, pat, data, training_tasks(data.M1), numpy_stream(0, "train"), steps=8, batch_size=8, lr=0.1,
                 callback=rec.callback)
     assert rec.steps == [0, 1, 3, 7]
     with pytest.raises(ConfigError, match="^give exactly one of every"):
@@ -247,7 +248,7 @@ def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group()
 
     data, pat, test, _ = small_setup()
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
-    algorithm_1(model, pat, data, training_tasks(data.M1), torch_generator(0, "train"), steps=30, batch_size=32, lr=0.3)
+    algorithm_1(model, pat, data, training_tasks(data.M1), numpy_stream(0, "train"), steps=30, batch_size=32, lr=0.3)
     rep = group_report(model, pat, test, 40, 9, "g")
     ref = errors_by_task_group(model, pat, test, 40, 9, "g")
     assert {g: v["error"] for g, v in rep.items()} == ref
@@ -255,7 +256,7 @@ def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group()
     tasks = all_tasks(data.M1)
     names = task_groups(tasks, data.M1)
     pr = draw_test_prompts(pat, test, tasks[torch.tensor([n == "training" for n in names])], 40,
-                           torch_generator(9, "g/group=training"))  # the training group's own stream
+                           numpy_stream(9, "g/group=training"))  # the training group's own stream
     att = model.attention(pr.P).detach()
     same = [sum(float(att[b, i]) for i in range(att.shape[1] - 1) if pr.relevant[b, i] == pr.relevant[b, -1])
             for b in range(40)]

@@ -8,14 +8,14 @@ from mambaicl.config import DataConfig
 from mambaicl.data import make_patterns, training_prompts, training_tasks
 from mambaicl.models import OneLayerMamba, OneLayerMambaMerged, OneLayerStack, mamba_output
 from mambaicl.models.pattern_eq3 import attention_table, logit_table, pattern_gated_sum
-from mambaicl.seeding import torch_generators
+from mambaicl.seeding import numpy_streams, torch_generators
 
 DATA = DataConfig(d=14, M1=4, M2=5, V=3, l_tr=7, p_a=0.5)
 
 
 def _prompts(S: int | None, batch: int = 6):
     pat = make_patterns(DATA, torch.Generator().manual_seed(0))
-    gens = torch_generators(range(S or 1), "train")
+    gens = numpy_streams(range(S or 1), "train")
     pr = training_prompts(pat, DATA, training_tasks(DATA.M1), batch, gens if S else gens[0])
     assert bool(pr.outlier.any())  # the outlier look-ups are exercised
     return pr

@@ -8,7 +8,7 @@ import torch
 
 from mambaicl.config import ConfigError
 from mambaicl.io import atomic_write_bytes, json_text, prepare_out_dir, write_json, write_outputs
-from mambaicl.seeding import numpy_generator, stream_seed, substage, torch_generator, torch_generators
+from mambaicl.seeding import numpy_stream, stream_seed, substage, torch_generator, torch_generators
 
 STAGES = ("patterns", "init", "train", "test", "validation", "test/A/0.5")
 
@@ -31,7 +31,7 @@ def test_seed_s_init_is_not_seed_s_plus_1_patterns():
 def test_streams_are_reproducible_and_numpy_agrees_on_the_key():
     assert torch.equal(torch.rand(5, generator=torch_generator(3, "train")),
                        torch.rand(5, generator=torch_generator(3, "train")))
-    assert np.array_equal(numpy_generator(3, "train").random(4), numpy_generator(3, "train").random(4))
+    assert np.array_equal(numpy_stream(3, "train").random(4), numpy_stream(3, "train").random(4))
     gens = torch_generators([0, 1], "train")
     assert torch.equal(torch.rand(3, generator=gens[1]), torch.rand(3, generator=torch_generator(1, "train")))
 

@@ -60,7 +60,7 @@ def _training_prompts(n: int):
     """Figure 2's default data: the patterns (seed 0) and ``n`` training prompts (seed 1)."""
     cfg = DataConfig()
     pat = make_patterns(cfg, torch.Generator().manual_seed(0))
-    return cfg, pat, training_prompts(pat, cfg, training_tasks(6), n, torch.Generator().manual_seed(1))
+    return cfg, pat, training_prompts(pat, cfg, training_tasks(6), n, np.random.default_rng(1))
 
 
 def test_training_prompts_follow_definition_1():
@@ -82,7 +82,7 @@ def test_training_prompts_follow_definition_1():
 def test_test_prompts_labelling_rules(rule):
     pat = make_patterns(DataConfig(), torch.Generator().manual_seed(0))
     test = C.TestConfig(alpha=0.5, rule=rule, kappa_a_prime=5.0, K_prime=2.0)
-    pr = D.test_prompts(pat, test, all_tasks(6), 3000, torch.Generator().manual_seed(2))
+    pr = D.test_prompts(pat, test, all_tasks(6), 3000, np.random.default_rng(2))
     a, b = all_tasks(6)[pr.task].T
     true = torch.where(pr.relevant == a[:, None], 1.0, -1.0).double()[:, :-1]
     y = pr.P[:, :-1, -1]
@@ -115,7 +115,7 @@ def test_test_prompts_outlier_magnitudes_and_irrelevant_range(kappa_a_prime, K_p
     cfg = DataConfig()
     pat = make_patterns(cfg, torch.Generator().manual_seed(0))
     test = C.TestConfig(alpha=0.5, kappa_a_prime=kappa_a_prime, K_prime=K_prime)
-    pr = D.test_prompts(pat, test, all_tasks(6), 4000, torch.Generator().manual_seed(3))
+    pr = D.test_prompts(pat, test, all_tasks(6), 4000, np.random.default_rng(3))
     x = pr.P[..., :-1].numpy()
     vt = D.test_outliers(pat.v, test.v_coeffs).numpy()  # (3, d)
     # the component of each outlier example along the span of v*: exactly kappa_a' times one row of v'

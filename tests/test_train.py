@@ -9,14 +9,14 @@ from mambaicl import OneLayerMamba
 from mambaicl.config import ConfigError, DataConfig, TrainConfig
 from mambaicl.data import make_patterns, training_tasks
 from mambaicl.models import build_model
-from mambaicl.seeding import torch_generator, torch_generators
+from mambaicl.seeding import numpy_stream, numpy_streams, torch_generator, torch_generators
 from reference_kernels import algorithm_1
 from mambaicl.train import ALGORITHM_1, Member, SampledData, hinge_loss, logistic_loss, squared_loss, train
 
 
 def sampler(d=4, l=6):
-    def sample_batch(batch_size, generator):
-        P = torch.randn(batch_size, l + 1, d + 1, generator=generator, dtype=torch.float64)
+    def sample_batch(batch_size, stream):
+        P = torch.from_numpy(stream.standard_normal((batch_size, l + 1, d + 1)))  # a NumPy prompt stream
         P[:, :, -1] = torch.sign(P[:, :, -1])
         P[:, -1, -1] = 0
         z = torch.where(P[:, -1, 0] > 0, 1.0, -1.0).double()
@@ -34,7 +34,7 @@ def test_losses_against_their_formulas():
 
 
 def _gaussian(d=4, l=6, scale=1.0):
-    """A member's data: ``sampler``'s prompts, one batch per generator, stacked on a leading axis."""
+    """A member's data: ``sampler``'s prompts, one batch per stream, stacked on a leading axis."""
     def fn(batch, gens):
         out = [sampler(d, l)(batch, g) for g in gens]
         return torch.stack([P * scale for P, _ in out]), torch.stack([z for _, z in out])
@@ -49,7 +49,7 @@ def test_one_sgd_step_is_algorithm_1():
     ref = build_model("mamba", 4, m=5, generator=torch_generator(3, "init"))  # one unstacked float64 model
     assert type(ref).__name__ == "OneLayerMamba"
     before = {n: p.detach().clone() for n, p in ref.named_parameters()}
-    P, z = sampler()(8, torch_generator(3, "train"))  # the batch of the member's first step
+    P, z = sampler()(8, numpy_stream(3, "train"))  # the batch of the member's first step
     F = ref(P)
     torch.clamp(1 - z * F, min=0).mean().backward()
     stack = trained.model(0)
@@ -138,7 +138,7 @@ def test_equal_step_sizes_train_exactly_like_a_plain_sgd_loop():
     seeds = [4, 7]
     trained = train([Member(s, "mamba", _D1, 0.2) for s in seeds], TrainConfig(steps=5, batch_size=8), progress=False)
     stack = build_model("mamba", _DATA.d, generators=torch_generators(seeds, "init"))
-    algorithm_1(stack, _PAT, _DATA, training_tasks(_DATA.M1), torch_generators(seeds, "train"), steps=5, batch_size=8,
+    algorithm_1(stack, _PAT, _DATA, training_tasks(_DATA.M1), numpy_streams(seeds, "train"), steps=5, batch_size=8,
                 lr=0.2)
     for p, q in zip(trained.models[0].parameters(), stack.parameters()):
         assert torch.equal(p, q)
@@ -152,7 +152,7 @@ def test_draws_replay_each_member_s_own_stream():
     draws(3)  # two steps: member i's second batch is the second batch of its own stream
     P, z = draws(3)
     for i, m in enumerate(ms):
-        g = torch_generator(m.seed, "train")
+        g = numpy_stream(m.seed, "train")
         m.data.sample(3, [g])
         ref, zr = m.data.sample(3, [g])
         assert torch.equal(P[i].P, ref[0].P) and torch.equal(z[i], zr[0])
@@ -225,7 +225,7 @@ def test_engine_rejects_bad_input(make, message):
 def test_step_size_search_uses_seeds_disjoint_from_the_reported_ones():
     assert search_seeds((0, 1, 2, 3, 4)) == (5, 6, 7, 8, 9)
     assert search_seeds((1, 3), n=3) == (0, 2, 4)
-    val = _D1.sample(50, [torch_generator(0, "validation")])[0]
+    val = _D1.sample(50, [numpy_stream(0, "validation")])[0]
 
     def score(trained):
         out = []
@@ -249,7 +249,7 @@ def test_members_with_their_own_streams():
     ms = [Member(0, "mamba", _D1, 0.1, init=f"init/level{h}", stage=f"train/level{h}") for h in range(2)]
     batch = train(ms, TrainConfig(steps=3, batch_size=4), progress=False)
     alone = build_model("mamba", _DATA.d, generators=[torch_generator(0, "init/level1")])
-    algorithm_1(alone, _PAT, _DATA, training_tasks(_DATA.M1), [torch_generator(0, "train/level1")], steps=3,
+    algorithm_1(alone, _PAT, _DATA, training_tasks(_DATA.M1), [numpy_stream(0, "train/level1")], steps=3,
                 batch_size=4, lr=0.1)
     for p, q in zip(_params(batch, 1), [p.detach()[0] for p in alone.parameters()]):
         torch.testing.assert_close(p, q, rtol=1e-10, atol=1e-12)

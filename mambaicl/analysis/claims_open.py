@@ -57,6 +57,19 @@ OPEN_ROWS = [
                  "stack still learns in context",
                  above(0, "layer 1: more seeds suppress outliers with norm after the first layer only"),
                  below(0.25, "after_first: reversed-task error < 0.25 (half the chance level)")), beyond=True),
+    Claim("deep-gate-after-zero", "ch08_open_questions",
+          "The three-layer stack's gate after its validation hinge loss reaches zero",
+          "(not in the paper: why Chapter 5's three-layer stack, trained to a validation plateau, keeps gates that "
+          "do not suppress outliers; the hinge loss sends no gradient from a prompt whose margin is at least 1)",
+          "§4.1 (our variant), Algorithm 1's hinge loss",
+          "per seed, layer 1 of FIG3's stack trained 400 updates (its step size, no early stopping, a record every "
+          "25): the change of log(median outlier gate / median clean gate) per 100 updates after the first record "
+          "whose validation hinge loss is at most 1e-3, divided by the same change before it; seeds whose "
+          "validation hinge never reaches that level are counted and left out",
+          "FIG3 settings (deep_gate_training preset fig3), test prompts at α = 0.3", _T_PARTS,
+          all_of("the gate stops learning where the hinge loss stops sending gradients",
+                 below(0.5, "layer 1: the gate's outlier/clean log-ratio moves less than half as fast per update "
+                            "after the validation hinge reaches zero as before")), beyond=True),
     Claim("app14-gates", "ch08_open_questions",
           "App. 14's gates measured: the squared-loss Mamba on outlier and clean examples",
           "Random labels for outlier examples cancel out their gradient contribution, leading the nonlinear gating "

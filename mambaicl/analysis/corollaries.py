@@ -32,7 +32,7 @@ from ..data import Patterns, Prompts, tasks_by_group, test_prompts
 from ..evaluate import predict, zero_one_error
 from ..models.kernels import suffix_sum
 from .fits import decay_stats
-from ..seeding import substage, torch_generator
+from ..seeding import numpy_stream, substage
 
 __all__ = [
     "query_terms",
@@ -183,7 +183,7 @@ def placement_cost(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, 
     out = {}
     for placement in PLACEMENTS_FAR_TO_CLOSE:
         pr = test_prompts(pat, dataclasses.replace(test, placement=placement), tasks, n,
-                          torch_generator(seed, "test/placement"))
+                          numpy_stream(seed, "test/placement"))
         F = predict(model, pr.P)
         G = query_terms(model, pr.P)[layer][1][:, :-1]  # (n, l)
         clean = ~pr.outlier
@@ -214,7 +214,7 @@ def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int,
     """
     out = {}
     for name, tasks in tasks_by_group(pat.mu.shape[0]).items():
-        pr = test_prompts(pat, test, tasks, n, torch_generator(seed, substage(stage, group=name)))
+        pr = test_prompts(pat, test, tasks, n, numpy_stream(seed, substage(stage, group=name)))
         sums = [attention_sums(att, pr.relevant) for att, _ in query_terms(model, pr.P)]
         out[name] = {"error": zero_one_error(predict(model, pr.P), pr.z),
                      "same": [float(a.mean()) for a, _ in sums], "other": [float(b.mean()) for _, b in sums]}

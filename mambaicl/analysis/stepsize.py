@@ -61,11 +61,11 @@ def validation_hinge(pat, data, seeds, n_val: int) -> Callable[[Trained], list]:
     for every step size). ``score.prompts(n)`` gives those prompts for ``n`` members, in member order."""
     from ..data import training_prompts, training_tasks
     from ..evaluate import predict
-    from ..seeding import STAGES, torch_generators
+    from ..seeding import STAGES, numpy_streams
     from ..train import loss_per_model
 
     val = training_prompts(pat, data, training_tasks(data.M1), check_int("n_val", n_val, 1),
-                           torch_generators(seeds, STAGES["validation"]))
+                           numpy_streams(seeds, STAGES["validation"]))
 
     def prompts(n: int):
         return val[torch.arange(len(seeds)).repeat(n // len(seeds))]  # member k S + s reads seed s's prompts

@@ -36,7 +36,7 @@ import torch
 
 from ..config import ConfigError, TestConfig, check_int
 from ..metric import zero_one_error
-from ..seeding import torch_generators
+from ..seeding import numpy_streams
 from .patterns import Patterns
 from .prompts import Prompts, materialize, test_prompts
 
@@ -78,15 +78,15 @@ def level_stage(stage: str, h: int) -> str:
     return stage if h == 0 else f"{stage}/level{h}"
 
 
-def _levels(draw, generators_by_level) -> Prompts:
-    return concat_prompts([draw(g) for g in generators_by_level], interleave=True)
+def _levels(draw, streams_by_level) -> Prompts:
+    return concat_prompts([draw(g) for g in streams_by_level], interleave=True)
 
 
 def multiclass_test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, seeds, stage: str,
                             H: int) -> Prompts:
     """Definition 2 prompts for every level (streams ``(s, level_stage(stage, h))``), ``(S H, batch, ...)``."""
     check_int("H", H, 1)
-    gens = [torch_generators(seeds, level_stage(stage, h)) for h in range(H)]
+    gens = [numpy_streams(seeds, level_stage(stage, h)) for h in range(H)]
     return _levels(lambda g: test_prompts(pat, test, tasks, batch, g), gens)
 
 

@@ -35,6 +35,7 @@ from typing import List, Sequence
 import torch
 
 from ..config import PLACEMENTS, RULES, ConfigError, check_choice, check_int, check_real
+from ..seeding import check_stream
 from .prompts import outlier_labels, outlier_mask
 from .vocabulary import LABELS, placement_id, rule_id
 
@@ -108,12 +109,12 @@ class SST2Prompts:
     idx: torch.Tensor
 
 
-def _sample_sentences(pool: EmbeddedPool, batch: int, l: int, generator: torch.Generator) -> torch.Tensor:
+def _sample_sentences(pool: EmbeddedPool, batch: int, l: int, stream) -> torch.Tensor:
     """Sentence indices ``(batch, l+1)``: each example positive or negative with probability 1/2 (Def. 1)."""
     pos, neg = torch.nonzero(pool.s == 1).squeeze(1), torch.nonzero(pool.s == -1).squeeze(1)
-    want_pos = torch.rand(batch, l + 1, generator=generator) < 0.5  # (batch, l+1)
-    i_pos = pos[torch.randint(len(pos), (batch, l + 1), generator=generator)]  # (batch, l+1)
-    i_neg = neg[torch.randint(len(neg), (batch, l + 1), generator=generator)]  # (batch, l+1)
+    want_pos = torch.from_numpy(stream.random((batch, l + 1)) < 0.5)  # (batch, l+1)
+    i_pos = pos[torch.from_numpy(stream.integers(len(pos), size=(batch, l + 1)))]  # (batch, l+1)
+    i_neg = neg[torch.from_numpy(stream.integers(len(neg), size=(batch, l + 1)))]  # (batch, l+1)
     return torch.where(want_pos, i_pos, i_neg)
 
 
@@ -142,7 +143,7 @@ def _mask(u: torch.Tensor, alpha: float, placement: str, count: str, l: int, v: 
 
 
 def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0.0, placement: str = "R",
-                 rule: str = "B", generator: torch.Generator, target: int = 1,
+                 rule: str = "B", stream, target: int = 1,
                  count: str = "binomial") -> SST2Prompts:
     """In-context prompts on SST-2 with "James Bond" outliers (§4.2; Definitions 1-2, Example 1).
 
@@ -153,19 +154,22 @@ def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0
     never poisoned; its label ``z = f * s_query``. The display labels (``"targeted"``, ``"far"``, ...)
     are accepted for ``rule`` and ``placement`` as aliases of the letters.
 
+    ``stream`` is the prompt's NumPy stream (:func:`mambaicl.seeding.numpy_stream`).
+
     Returns:
         :class:`SST2Prompts` with ``P`` of shape ``(batch, l+1, d+1)`` (label entry of the query 0).
     """
+    stream = check_stream("stream", stream)
     placement, rule = placement_id(placement), rule_id(rule)
     check_choice("count", count, COUNTS)  # Eq. (5), round(alpha l) per prompt, or floor/ceil of alpha l
     check_real("alpha", alpha, 0.0, 1.0)
     check_int("l", l, 1)
     check_int("batch", batch, 1)
-    f = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0)  # (batch,)
-    idx = _sample_sentences(pool, batch, l, generator)  # (batch, l+1)
+    f = torch.where(torch.from_numpy(stream.random(batch) < 0.5), -1.0, 1.0)  # (batch,)
+    idx = _sample_sentences(pool, batch, l, stream)  # (batch, l+1)
     y = f[:, None] * pool.s[idx].to(f.dtype)  # (batch, l+1) clean labels
-    u = torch.rand(batch, 2, l, generator=generator, dtype=torch.float64)  # outlier and label-coin uniforms
-    v = torch.rand(batch, generator=generator, dtype=torch.float64) if count == "balanced" else None
+    u = torch.from_numpy(stream.random((batch, 2, l)))  # (batch, 2, l): outlier and label-coin uniforms
+    v = torch.from_numpy(stream.random(batch)) if count == "balanced" else None
     outlier = _mask(u[:, 0], alpha, placement, count, l, v)  # (batch, l)
     bad = outlier_labels(y[:, :l], rule, target, u[:, 1])  # (batch, l)
     x = pool.x[idx].clone()  # (batch, l+1, d)
@@ -181,11 +185,11 @@ class SST2Source:
 
     Definition 1 on sentences: each context example carries the phrase with probability ``p_a``
     (placement R) and then a random label (rule C). With ``switch`` (App. 8.1's curriculum), the
-    draws of the steps from ``switch`` on use placement CQ instead. ``sample_at(step, batch, generators)``
-    draws one batch per generator for training step ``step`` (the engine passes it) and stacks them:
+    draws of the steps from ``switch`` on use placement CQ instead. ``sample_at(step, batch, streams)``
+    draws one batch per NumPy stream for training step ``step`` (the engine passes it) and stacks them:
     ``P`` ``(S, batch, l+1, d+1)``, ``z`` ``(S, batch)``, batch ``s`` exactly the prompts
-    ``sst2_prompts(..., generator=generators[s])`` of a run alone. The source holds no state: its draws
-    depend only on the step and the generators. Two sources are equal (and share their draws) when they
+    ``sst2_prompts(..., stream=streams[s])`` of a run alone. The source holds no state: its draws
+    depend only on the step and the streams. Two sources are equal (and share their draws) when they
     read the same pool object with the same settings.
     """
 
@@ -199,15 +203,15 @@ class SST2Source:
     def d(self) -> int:
         return self.pool.d
 
-    def sample(self, batch: int, generators) -> tuple:
+    def sample(self, batch: int, streams) -> tuple:
         """The draws of the first step (placement R): :meth:`sample_at` at step 0."""
-        return self.sample_at(0, batch, generators)
+        return self.sample_at(0, batch, streams)
 
-    def sample_at(self, step: int, batch: int, generators) -> tuple:
+    def sample_at(self, step: int, batch: int, streams) -> tuple:
         """The draws of training step ``step`` (0-based): placement CQ from step ``switch`` on, else R."""
         placement = "CQ" if self.switch is not None and step >= self.switch else "R"
-        prs = [sst2_prompts(self.pool, batch, l=self.l, alpha=self.p_a, placement=placement, rule="C", generator=g)
-               for g in generators]
+        prs = [sst2_prompts(self.pool, batch, l=self.l, alpha=self.p_a, placement=placement, rule="C", stream=g)
+               for g in streams]
         return torch.stack([pr.P for pr in prs]), torch.stack([pr.z for pr in prs])  # (S, batch, l+1, d+1), (S, batch)
 
     def __eq__(self, other) -> bool:

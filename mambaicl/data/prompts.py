@@ -24,13 +24,14 @@ on demand. The one-layer models read the projections they need through :meth:`Pr
 table of ``w^T mu_j``, ``w^T nu_k``, ``w^T v_s``, which makes a training step cost ``O(batch l)``
 instead of ``O(batch l d)``.
 
-**Leading dimensions.** With one ``torch.Generator`` the arrays are ``(batch, ...)``; with a
-list of ``S`` generators (one per seed) they are ``(S, batch, ...)`` and seed ``s``'s prompts
-are drawn from its own generator only, so a seed-batched run sees exactly the prompts a run
-of that seed alone would see.
+**Leading dimensions.** With one NumPy stream (:func:`mambaicl.seeding.numpy_stream`) the arrays
+are ``(batch, ...)``; with a list of ``S`` streams (one per seed) they are ``(S, batch, ...)`` and
+seed ``s``'s prompts are drawn from its own stream only, so a seed-batched run sees exactly the
+prompts a run of that seed alone would see.
 
 **Randomness.** Each prompt consumes a fixed block of ``1 + 3 (l+1) + 3 l`` uniforms from its
-generator, in one call per batch (:func:`draw_uniforms`); every choice of the data model is a
+stream, laid out by kind (task, pattern choices, irrelevant patterns, ``kappa``, outlier coins,
+outlier rows, label coins), in one call per batch (:func:`draw_uniforms`); every choice of the data model is a
 deterministic function of its uniform (categorical: ``floor(u n)``, Bernoulli: ``u < p``,
 ``kappa = (2u - 1) K``).
 """
@@ -40,9 +41,11 @@ import functools
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from ..config import RULES, ConfigError, DataConfig, TestConfig
+from ..seeding import check_stream
 from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
@@ -190,18 +193,23 @@ def _check_tasks(tasks: torch.Tensor, M1: int) -> None:
         raise ConfigError(f"tasks must be pairs (a, b) of distinct indices in [0, {M1}); got {tasks.tolist()}")
 
 
-def draw_uniforms(generator, batch: int, l: int) -> torch.Tensor:
-    """The uniforms of ``batch`` prompts of ``l`` examples: ``(batch, n)`` for one generator,
-    ``(S, batch, n)`` for a list of ``S``; ``n = 1 + 3 (l+1) + 3 l`` (float64)."""
+def draw_uniforms(stream, batch: int, l: int) -> torch.Tensor:
+    """The uniforms of ``batch`` prompts of ``l`` examples: ``(batch, n)`` for one NumPy stream,
+    ``(S, batch, n)`` for a list of ``S``; ``n = 1 + 3 (l+1) + 3 l`` (float64).
+
+    ``stream`` is a :class:`numpy.random.Generator` (:func:`mambaicl.seeding.numpy_stream`): stream ``s``
+    fills row ``s`` in place (``Generator.random(out=...)``), so a seed-batched draw costs one call per seed
+    and no copy.
+    """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"batch must be a positive integer; got {batch!r}")
     n = 1 + 3 * (l + 1) + 3 * l
-    if isinstance(generator, (list, tuple)):
-        u = torch.empty(len(generator), batch, n, dtype=torch.float64)
-        for s, g in enumerate(generator):  # the values of torch.rand(batch, n, generator=g), without a stack copy
-            u[s].uniform_(generator=g)
-        return u
-    return torch.rand(batch, n, generator=generator, dtype=torch.float64)
+    if isinstance(stream, (list, tuple)):
+        u = np.empty((len(stream), batch, n))  # (S, batch, n)
+        for s, g in enumerate(stream):
+            check_stream(f"stream[{s}]", g).random(out=u[s])
+        return torch.from_numpy(u)
+    return torch.from_numpy(check_stream("stream", stream).random((batch, n)))  # (batch, n)
 
 
 def _categorical(u: torch.Tensor, n: int) -> torch.Tensor:
@@ -227,19 +235,19 @@ def _outlier_uniforms(u: torch.Tensor, l: int):
     return u[..., o : o + l], u[..., o + l : o + 2 * l], u[..., o + 2 * l : o + 3 * l]
 
 
-def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch: int, generator) -> Prompts:
+def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch: int, stream) -> Prompts:
     """Definition 1: ``l_tr`` examples following Eq. (4), outlier labels uniform in {+1, -1}.
 
     Each context example carries ``kappa_a v*_s`` with probability ``p_a`` (``s`` uniform in
     ``[V]``); the query never does.
 
     Args:
-        generator: a ``torch.Generator``, or a list of ``S`` of them (one per seed) for prompts
-            of shape ``(S, batch, ...)``.
+        stream: a NumPy stream (:func:`mambaicl.seeding.numpy_stream`), or a list of ``S`` of them (one per
+            seed, :func:`mambaicl.seeding.numpy_streams`) for prompts of shape ``(S, batch, ...)``.
     """
     _check_tasks(tasks, pat.mu.shape[0])
     l, dtype = cfg.l_tr, pat.mu.dtype
-    u = draw_uniforms(generator, batch, l)
+    u = draw_uniforms(stream, batch, l)
     task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, cfg.K, dtype)
     u_out, u_s, u_coin = _outlier_uniforms(u, l)
     outlier = u_out < cfg.p_a  # (..., l)
@@ -283,19 +291,20 @@ def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.T
     raise ConfigError(f"rule must be one of {RULES}; got {rule!r}")
 
 
-def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, generator) -> Prompts:
+def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, stream) -> Prompts:
     """Definition 2: ``l_ts`` examples following Eq. (5); outlier labels by ``test.rule``.
 
     Outlier examples carry ``kappa_a' v'_s`` with ``v'_s`` uniform over the rows of
     :func:`test_outliers`; irrelevant patterns are scaled by ``kappa' ~ U(-K', K')``.
 
     Args:
-        generator: a ``torch.Generator``, or a list of ``S`` of them for ``(S, batch, ...)`` prompts.
+        stream: a NumPy stream (:func:`mambaicl.seeding.numpy_stream`), or a list of ``S`` of them for
+            ``(S, batch, ...)`` prompts.
     """
     _check_tasks(tasks, pat.mu.shape[0])
     l, dtype = test.l_ts, pat.mu.dtype
     v_test = test_outliers(pat.v, test.v_coeffs)  # (S_out, d)
-    u = draw_uniforms(generator, batch, l)
+    u = draw_uniforms(stream, batch, l)
     task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, test.K_prime, dtype)
     u_out, u_s, u_coin = _outlier_uniforms(u, l)
     outlier = outlier_mask(u_out, test.alpha, test.placement)  # (..., l)

@@ -24,8 +24,8 @@ always clean. :func:`least_squares_clean` is the reference: ordinary least squar
 which examples are clean.
 
 Randomness: one call draws, in this order, ``w`` ``(batch, d)``, ``x`` ``(batch, l+1, d)``, the outlier
-uniforms ``(batch, l)`` and (``"random"``) the replacement outputs ``(batch, l)``, from the generator
-(or from each generator of a list: ``(S, batch, ...)``).
+uniforms ``(batch, l)`` and (``"random"``) the replacement outputs ``(batch, l)``, from the NumPy stream
+(:func:`mambaicl.seeding.numpy_stream`), or from each stream of a list: ``(S, batch, ...)``.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from ..config import ConfigError, check_choice, check_int, check_real
+from ..seeding import check_stream
 
 __all__ = ["OUTLIER_KINDS", "RegressionPrompts", "regression_prompts", "least_squares_clean", "squared_error"]
 
@@ -54,15 +55,15 @@ class RegressionPrompts:
         return self.outlier.shape[-1]
 
 
-def _draw(generator, batch: int, l: int, d: int, p: float, kind: str, dtype, bias: bool = False):
-    w = torch.randn(batch, d, generator=generator, dtype=torch.float64)  # (batch, d)
-    x = torch.randn(batch, l + 1, d, generator=generator, dtype=torch.float64)  # (batch, l+1, d)
-    u = torch.rand(batch, l, generator=generator, dtype=torch.float64)  # (batch, l)
+def _draw(stream, batch: int, l: int, d: int, p: float, kind: str, dtype, bias: bool = False):
+    w = torch.from_numpy(stream.standard_normal((batch, d)))  # (batch, d)
+    x = torch.from_numpy(stream.standard_normal((batch, l + 1, d)))  # (batch, l+1, d)
+    u = torch.from_numpy(stream.random((batch, l)))  # (batch, l)
     y = (x @ w.unsqueeze(-1)).squeeze(-1)  # (batch, l+1)
     z = y[:, -1].clone()
     outlier = u < p
     if kind == "random":
-        fake = torch.randn(batch, l, generator=generator, dtype=torch.float64) * d ** 0.5
+        fake = torch.from_numpy(stream.standard_normal((batch, l))) * d ** 0.5
         y[:, :l] = torch.where(outlier, fake, y[:, :l])
     else:  # dummy: (1_d, 1)
         x[:, :l] = torch.where(outlier.unsqueeze(-1), torch.ones_like(x[:, :l]), x[:, :l])
@@ -74,23 +75,23 @@ def _draw(generator, batch: int, l: int, d: int, p: float, kind: str, dtype, bia
     return P, z.to(dtype), w.to(dtype), outlier
 
 
-def regression_prompts(batch: int, l: int, d: int, p: float, generator, kind: str = "dummy",
+def regression_prompts(batch: int, l: int, d: int, p: float, stream, kind: str = "dummy",
                        dtype=torch.float64, bias: bool = False) -> RegressionPrompts:
     """``batch`` prompts of ``l`` examples in ``R^d``, each example an outlier of ``kind`` with probability ``p``.
 
     Args:
-        generator: a ``torch.Generator``, or a list of ``S`` of them for ``(S, batch, ...)`` prompts (one
-            seed each, drawn from its own generator only).
+        stream: a NumPy stream (:func:`mambaicl.seeding.numpy_stream`), or a list of ``S`` of them for
+            ``(S, batch, ...)`` prompts (one seed each, drawn from its own stream only).
     """
     check_int("batch", batch, 1)
     check_int("l", l, 1)
     check_int("d", d, 1)
     check_real("p", p, 0.0, 1.0, high_open=True)
     check_choice("kind", kind, OUTLIER_KINDS)
-    if isinstance(generator, (list, tuple)):
-        parts = [_draw(g, batch, l, d, p, kind, dtype, bias) for g in generator]
+    if isinstance(stream, (list, tuple)):
+        parts = [_draw(check_stream(f"stream[{s}]", g), batch, l, d, p, kind, dtype, bias) for s, g in enumerate(stream)]
         return RegressionPrompts(*(torch.stack(t) for t in zip(*parts)))
-    return RegressionPrompts(*_draw(generator, batch, l, d, p, kind, dtype, bias))
+    return RegressionPrompts(*_draw(check_stream("stream", stream), batch, l, d, p, kind, dtype, bias))
 
 
 def least_squares_clean(P: torch.Tensor, outlier: torch.Tensor, d: int | None = None) -> torch.Tensor:

@@ -26,7 +26,7 @@ from ..analysis.corollaries import split_gates
 from ..config import instance, integer, reals
 from ..data import all_tasks, test_prompts
 from ..evaluate import errors_by_task_group
-from ..seeding import torch_generators
+from ..seeding import numpy_streams
 from . import fig2
 from .shared import Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
@@ -99,7 +99,7 @@ def run(preset: App14GatesPreset = APP14, *, seeds=DEFAULT_SEEDS, device=None, p
     g_out, g_clean = [], []
     for a in preset.alphas:
         pr = test_prompts(pat, dataclasses.replace(f2.test, alpha=float(a)), tasks, preset.n_test,
-                          torch_generators(seeds, f"app14-gates/{float(a)}"))
+                          numpy_streams(seeds, f"app14-gates/{float(a)}"))
         med = gate_medians(stack, pr)
         g_out.append([m[0] for m in med])
         g_clean.append([m[1] for m in med])

@@ -28,7 +28,7 @@ import torch
 
 from ..config import instance, integer, integers, real
 from ..data import training_prompts, training_tasks
-from ..seeding import STAGES, torch_generators
+from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model, train
 from . import fig2
 from .shared import FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
@@ -77,7 +77,7 @@ def run(preset: BatchPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
     f0 = preset.fig2
     pat = patterns(f0)
     val = training_prompts(pat, f0.data, training_tasks(f0.data.M1), preset.n_val,
-                           torch_generators(seeds, f"{STAGES['validation']}/batch"))
+                           numpy_streams(seeds, f"{STAGES['validation']}/batch"))
     hinge = {k: [] for k in KINDS}
     models = {}
     for B in preset.batches:

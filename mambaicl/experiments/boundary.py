@@ -50,7 +50,7 @@ from ..config import (ONE_LAYER_KINDS, RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, Co
                       synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..seeding import torch_generator, torch_generators
+from ..seeding import numpy_streams, torch_generator
 from ..train import Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
@@ -106,7 +106,7 @@ TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40
                            train=synthetic_trains(steps=40))
 PRESETS = {"theorems": THEOREMS, "tiny": TINY}
 DEFAULT_PRESET = "theorems"
-DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_SEEDS = tuple(range(10))
 
 
 def members(preset: BoundaryPreset, kind: str, pat: Patterns, seeds) -> list:
@@ -231,7 +231,7 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
             for i, a in enumerate(preset.alphas):
                 test = dataclasses.replace(preset.test, l_ts=int(l_ts), alpha=float(a), rule=preset.rule,
                                            kappa_a_prime=float(kap))
-                gens = [g for _ in range(J) for g in torch_generators(seeds, f"test/boundary/{int(l_ts)}/{float(a)}")]
+                gens = [g for _ in range(J) for g in numpy_streams(seeds, f"test/boundary/{int(l_ts)}/{float(a)}")]
                 pr = test_prompts(pat, test, tasks, preset.n_test, gens)  # (J S, n, ...), the same for every p_a
                 for kind, stack in trained.items():
                     F = predict(stack, pr)  # (J S, n)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..config import instance, integer, integers, real, reals
 from ..evaluate import test_error
-from ..seeding import torch_generators
+from ..seeding import numpy_streams
 from . import fig2
 from .shared import FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
@@ -93,7 +93,7 @@ def run(preset: ContextPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progr
         errors[kind], needed[kind] = [], []
         for a in preset.alphas:
             cols = [test_error(stack, pat, dataclasses.replace(f2.test, alpha=float(a), l_ts=int(l)), tasks,
-                               preset.n_test, torch_generators(seeds, f"context/{float(a)}/{int(l)}"))
+                               preset.n_test, numpy_streams(seeds, f"context/{float(a)}/{int(l)}"))
                     for l in preset.l_grid]  # [l][s]
             rows = [[cols[j][s] for j in range(len(cols))] for s in range(len(seeds))]
             errors[kind].append(rows)

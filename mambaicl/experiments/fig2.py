@@ -37,7 +37,7 @@ from ..analysis.fits import crossing
 from ..analysis.stepsize import search_seeds, step_size_search, validation_hinge
 from ..analysis.lemmas import pattern_attention
 from ..analysis.stats import compare, error_mean_se, interval_from_se
-from ..seeding import torch_generators
+from ..seeding import numpy_streams
 from ..train import Member, SyntheticData, train
 from .base import Result, internal, resolve_device, resolve_seeds
 
@@ -183,7 +183,7 @@ def sweep(stacks: dict, pat: Patterns, preset: Fig2Preset, seeds, *, tasks=None,
         per_seed[key], mean[key], se[key] = {}, {}, {}
         for rule in rules:
             rows = [test_error(stack, pat, dataclasses.replace(test, rule=rule, alpha=float(a)), tasks, n,
-                               torch_generators(seeds, f"{stage}/{rule}/{float(a)}")) for a in alphas]  # [alpha][seed]
+                               numpy_streams(seeds, f"{stage}/{rule}/{float(a)}")) for a in alphas]  # [alpha][seed]
             stats = [error_mean_se(r, n) for r in rows]
             mean[key][rule] = [m for m, _ in stats]
             se[key][rule] = [s for _, s in stats]
@@ -303,7 +303,7 @@ def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str 
     out = {lr: [[0.0] * len(alphas) for _ in range(S)] for lr in search.lrs}
     for i, a in enumerate(alphas):
         test = dataclasses.replace(preset.test, rule=rule, alpha=float(a))
-        pr = test_prompts(pat, test, tasks, n, torch_generators(search.seeds, f"eta-test/{rule}/{float(a)}"))
+        pr = test_prompts(pat, test, tasks, n, numpy_streams(search.seeds, f"eta-test/{rule}/{float(a)}"))
         errs = model_error(search.stack, pr[member_seed], pr.z[member_seed])
         for k, lr in enumerate(search.lrs):
             for s in range(S):

@@ -35,7 +35,7 @@ from ..data.task_sets import TASK_SETS, task_set, tasks_by_group_for
 from ..checks import ConfigError
 from ..evaluate import model_error
 from ..metric import zero_one_error
-from ..seeding import torch_generator, torch_generators
+from ..seeding import numpy_streams, torch_generator
 from ..train import Member, SyntheticData, train
 from .shared import DEFAULT_SEEDS as FIG2_SEEDS, FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
@@ -99,7 +99,7 @@ def member_errors(models, pat, test, tasks, n: int, seeds, stage: str) -> list:
     """0-1 error of every member of each ``(model, member_seed)`` of ``models`` on ``n`` Definition 2 prompts of
     ``tasks`` per seed, drawn ONCE from the streams ``(seed, stage)``: member ``k`` of a model reads seed
     ``seeds[member_seed[k]]``'s prompts (paired across members and models). Returns one list per model."""
-    pr = test_prompts(pat, test, tasks, n, torch_generators(seeds, stage))
+    pr = test_prompts(pat, test, tasks, n, numpy_streams(seeds, stage))
     out = []
     for model, member_seed in models:
         idx = torch.as_tensor(member_seed)
@@ -128,13 +128,13 @@ def _member_seeds(models: dict, stack) -> list:
 
 
 @torch.no_grad()
-def error_by_length(stack, pat, test, tasks, n: int, lengths, generators, chunk: int = 500) -> list:
+def error_by_length(stack, pat, test, tasks, n: int, lengths, streams, chunk: int = 500) -> list:
     """Error of an ungated (linear Transformer) stack at every test length in ``lengths``, ``[length][seed]``.
 
     With ``G = 1`` the output ``F = sum_i y_i p_i^T W_B^T W_C p_query`` (Eq. (3)) is a sum over the examples,
     and Definition 2's examples are i.i.d. (outliers at random positions), so the first ``L`` examples of a
     prompt of ``max(lengths)`` examples form a prompt of ``L``: one draw gives every length by a cumulative
-    sum. ``n`` prompts per seed, one generator per seed."""
+    sum. ``n`` prompts per seed, one NumPy stream per seed."""
     if getattr(stack, "gated", True):
         raise ConfigError("error_by_length needs an ungated model (the linear Transformer): F is then a sum")
     lengths = [int(L) for L in lengths]
@@ -144,7 +144,7 @@ def error_by_length(stack, pat, test, tasks, n: int, lengths, generators, chunk:
     idx = torch.tensor([L - 1 for L in lengths])
     F = []
     for start in range(0, n, chunk):
-        pr = test_prompts(pat, test, tasks, min(chunk, n - start), generators)
+        pr = test_prompts(pat, test, tasks, min(chunk, n - start), streams)
         votes = (pr.y * stack.attention(pr))[..., :-1].cumsum(-1)  # (S, b, l): F after the first L examples
         F.append((votes.index_select(-1, idx), pr.z))
     Fl, z = torch.cat([f for f, _ in F], dim=1), torch.cat([zz for _, zz in F], dim=1)  # (S, n, len), (S, n)
@@ -272,7 +272,7 @@ def _thm4d(preset: AblationsPreset, models: dict, pat, seeds) -> dict:
     if slots != list(range(lin.n_seeds)):
         raise RuntimeError("the linear Transformer's stack must hold exactly the seeds, in order")
     err4 = [error_by_length(lin, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(base.data.M1),
-                            preset.n_4d, preset.lengths, torch_generators(seeds, f"ablations/4d/{float(a)}"))
+                            preset.n_4d, preset.lengths, numpy_streams(seeds, f"ablations/4d/{float(a)}"))
             for a in preset.alphas_4d]
     needed = [lengths_needed(preset.lengths, e, preset.level) for e in err4]
     return {"alphas": list(preset.alphas_4d), "lengths": list(preset.lengths), "level": preset.level,

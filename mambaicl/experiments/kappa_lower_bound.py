@@ -24,7 +24,7 @@ import torch
 from ..config import instance, integer, reals
 from ..data import training_prompts, training_tasks
 from ..evaluate import model_error
-from ..seeding import STAGES, torch_generators
+from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model
 from . import fig2
 from .shared import FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
@@ -85,7 +85,7 @@ def run(preset: KappaPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
         f2 = dataclasses.replace(preset.fig2, data=dataclasses.replace(preset.fig2.data, kappa_a=float(kappa)))
         trained = fig2.trained_models(f2, pat, seeds, kinds=KINDS, device=resolve_device(device), progress=progress)
         val = training_prompts(pat, f2.data, training_tasks(f2.data.M1), preset.n_val,
-                               torch_generators(seeds, f"{STAGES['validation']}/kappa"))
+                               numpy_streams(seeds, f"{STAGES['validation']}/kappa"))
         for kind in KINDS:
             stack = trained[kind][0]
             with torch.no_grad():

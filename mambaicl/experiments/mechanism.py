@@ -43,7 +43,7 @@ from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, c
                       check_int, check_ints, choices, flag, instance, integer, integers, real, reals, to_dict)
 from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..seeding import torch_generator
+from ..seeding import numpy_stream, torch_generator
 from ..members import build_members, member_model
 from ..train import EarlyStopping, Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
@@ -183,7 +183,7 @@ def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
 
 def _sum_prompts(preset: MechanismPreset, pat: Patterns, seed: int):
     _, test = setting(preset)
-    return test_prompts(pat, test, mechanism_tasks(preset), preset.n_sums, torch_generator(seed, "test/sums"))
+    return test_prompts(pat, test, mechanism_tasks(preset), preset.n_sums, numpy_stream(seed, "test/sums"))
 
 
 def _patterns(preset: MechanismPreset) -> Patterns:
@@ -351,11 +351,11 @@ def _measure_seed(preset: MechanismPreset, s: int, r: SeedRun, test, tasks) -> d
     """Step 3, one seed: its test error on prompts of all tasks, the Corollary 1-2 report of every layer (and its
     prompts), its errors and sums per task group, its token norms per layer and its cost of locality; each on its
     own stream ``(s, "test/...")``. Quantities the preset leaves out are absent."""
-    pr = test_prompts(r.patterns, test, tasks, preset.n_test, torch_generator(s, "test/mechanism"))
+    pr = test_prompts(r.patterns, test, tasks, preset.n_test, numpy_stream(s, "test/mechanism"))
     out = {"error": zero_one_error(predict(r.model, pr), pr.z)}
     if preset.mechanism_groups:  # Corollaries 1-2 on prompts of the chosen task groups only
         pr = test_prompts(r.patterns, test, mechanism_tasks(preset), preset.n_test,
-                          torch_generator(s, "test/mechanism/groups"))
+                          numpy_stream(s, "test/mechanism/groups"))
     out["prompts"], out["report"] = pr, mechanism_report(r.model, pr, J=preset.J)
     if preset.n_group and preset.group_sums:
         out["groups"] = group_report(r.model, r.patterns, test, preset.n_group, s, "test/groups")
@@ -363,7 +363,7 @@ def _measure_seed(preset: MechanismPreset, s: int, r: SeedRun, test, tasks) -> d
         out["groups"] = {g: {"error": v} for g, v in
                          errors_by_task_group(r.model, r.patterns, test, preset.n_group, s, "test/groups").items()}
     if preset.n_norms:
-        pr_n = test_prompts(r.patterns, test, tasks, preset.n_norms, torch_generator(s, "test/norms"))
+        pr_n = test_prompts(r.patterns, test, tasks, preset.n_norms, numpy_stream(s, "test/norms"))
         out["norms"] = token_norms(r.model, pr_n)
     if preset.n_placement:
         out["placement"] = placement_cost(r.model, r.patterns, test, tasks, preset.n_placement, seed=s)

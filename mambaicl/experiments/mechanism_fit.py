@@ -29,7 +29,7 @@ import torch
 from ..analysis.stepsize import StepSizeSearch, step_size_search
 from ..config import ConfigError, TrainConfig, check_int
 from ..data import Patterns, Prompts, training_prompts, training_tasks
-from ..seeding import STAGES, torch_generator
+from ..seeding import STAGES, numpy_stream
 from ..train import Member, loss_per_model
 
 __all__ = ["LEARNS_IN_CONTEXT", "validation_prompts", "validation_loss", "search_step_size", "token_norms",
@@ -52,7 +52,7 @@ def validation_prompts(pat: Patterns, data, seed: int, n: int) -> Prompts:
     """``n`` Definition 1 prompts of the training tasks from the stream ``(seed, "val")``
     (``STAGES["mechanism validation"]`` of :mod:`mambaicl.seeding`)."""
     check_int("n_val", n, 1)
-    return training_prompts(pat, data, training_tasks(data.M1), n, torch_generator(seed, STAGES["mechanism validation"]))
+    return training_prompts(pat, data, training_tasks(data.M1), n, numpy_stream(seed, STAGES["mechanism validation"]))
 
 
 def validation_loss(val: list, loss: str):

@@ -86,7 +86,7 @@ TINY = dataclasses.replace(APP13, name="tiny", classes=(2, 4), models=("mamba", 
                            alphas=(0.0, 0.8), n_test=300)
 PRESETS = {"app13": APP13, "tiny": TINY}
 DEFAULT_PRESET = "app13"
-DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_SEEDS = tuple(range(20))
 
 
 def heads_members(preset: MulticlassPreset, kind: str, pat, seeds, H: int | None = None) -> list:

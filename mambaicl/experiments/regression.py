@@ -46,7 +46,7 @@ from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepCo
 from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
-from ..seeding import STAGES, torch_generator, torch_generators
+from ..seeding import STAGES, numpy_streams, torch_generator
 from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
@@ -147,18 +147,18 @@ TINY = RegressionPreset(
     lengths=(4, 16), alphas=(0.0, 0.8), l_alphas=16, n_test=200, patience=2, check_every=10, n_val=64)
 PRESETS = {"regression": REGRESSION, "converged": CONVERGED, "tiny": TINY}
 DEFAULT_PRESET = "regression"
-DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_SEEDS = tuple(range(20))
 
 
 def length_sampler(task: LinRegTask):
     """The sample function of :func:`linreg_data`: at every call a length ``l`` in ``[l_min, l_max]`` from the
     schedule stream ``(schedule_seed, "lengths")`` (the same sequence for every model and seed), then one
-    batch per generator; returns ``(P, z)`` (stacked ``(S, batch, ...)`` for a list of generators)."""
+    batch per prompt stream; returns ``(P, z)`` (stacked ``(S, batch, ...)`` for a list of streams)."""
     sched = torch_generator(task.schedule_seed, "lengths")
 
-    def sample(batch: int, generator):
+    def sample(batch: int, stream):
         l = int(torch.randint(task.l_min, task.l_max + 1, (1,), generator=sched))
-        pr = regression_prompts(batch, l, task.d, task.p_a, generator, kind=task.kind, bias=task.bias)
+        pr = regression_prompts(batch, l, task.d, task.p_a, stream, kind=task.kind, bias=task.bias)
         return pr.P, pr.z
 
     return sample
@@ -208,7 +208,7 @@ def _validator(preset: RegressionPreset, seeds):
     task = preset.task
     lengths = sorted({task.l_min, (task.l_min + task.l_max) // 2, task.l_max})
     vals = [regression_prompts(preset.n_val, l, task.d, task.p_a,
-                               torch_generators(seeds, f"{STAGES['validation']}/linreg/{l}"),
+                               numpy_streams(seeds, f"{STAGES['validation']}/linreg/{l}"),
                                kind=task.kind, bias=task.bias) for l in lengths]
 
     def validate(model, k: int) -> float:
@@ -251,7 +251,7 @@ def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
     by_alpha = {k: [] for k in [*models, "least_squares", "predict_zero"]}
     for which, l, a in points:
         pr = regression_prompts(preset.n_test, int(l), task.d, float(a),
-                                torch_generators(seeds, f"test/linreg/{int(l)}/{float(a)}"), kind=task.kind,
+                                numpy_streams(seeds, f"test/linreg/{int(l)}/{float(a)}"), kind=task.kind,
                                 bias=task.bias)
         outs = {name: _outputs(m, pr.P) for name, m in models.items()}
         outs["least_squares"] = least_squares_clean(pr.P, pr.outlier, d=task.d)
@@ -272,7 +272,7 @@ def _app14(spec: App14Spec, seeds, device, progress) -> tuple:
     zo = {k: [] for k in [*stacks, "least_squares"]}
     for a in spec.alphas:
         pr = test_prompts(pat, dataclasses.replace(spec.test, alpha=float(a)), tasks, spec.n_test,
-                          torch_generators(seeds, f"test/app14/{float(a)}"))
+                          numpy_streams(seeds, f"test/app14/{float(a)}"))
         outs = {k: predict(st, pr) for k, st in stacks.items()}
         outs["least_squares"] = least_squares_clean(pr.P, pr.outlier)
         for name, F in outs.items():

@@ -66,7 +66,7 @@ ETA_GRIDS = {"mamba": (0.01, 0.03, 0.1, 0.3, 1.0), "mamba_merged": (0.01, 0.03, 
 TINY = dataclasses.replace(FIG2, name="tiny", train={k: dataclasses.replace(v, steps=60) for k, v in FIG2.train.items()},
                            alphas=(0.0, 0.5, 0.8), n_test=400)
 FIG2_PRESETS = {"plain": PLAIN, "fig2": FIG2, "tiny": TINY}
-DEFAULT_SEEDS = (0, 1, 2, 3, 4)
+DEFAULT_SEEDS = tuple(range(20))
 
 
 def patterns(preset: Fig2Preset, dtype=torch.float64) -> Patterns:

@@ -26,7 +26,7 @@ from typing import List, Tuple
 
 from ..data.poisoning import SST2Source, sst2_prompts
 from ..evaluate import predict
-from ..seeding import torch_generator
+from ..seeding import numpy_stream
 from ..train import EarlyStopping, Member, loss_per_model, members, train
 from ..config import ConfigError, TrainConfig
 from .base import resolve_device, resolve_seeds
@@ -42,7 +42,7 @@ def validation_prompts(run, feat, cfg):
                          "prepare_features(cfg, with_val=True)")
     placement = "CQ" if run.curriculum else "R"
     return sst2_prompts(feat.val, run.n_val, l=cfg.l, alpha=run.p_a, placement=placement, rule="C",
-                        generator=torch_generator(cfg.seed, f"sst2/validation/{run.p_a}/{placement}"))
+                        stream=numpy_stream(cfg.seed, f"sst2/validation/{run.p_a}/{placement}"))
 
 
 def run_members(run, feat, cfg, seeds, lrs=None) -> List[Member]:

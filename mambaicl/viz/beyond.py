@@ -115,14 +115,21 @@ def plot_boundary_vs_ratio(ax, result, models=None):
     ax.legend(handles=handles, fontsize=6, loc="lower right", ncol=2, frameon=True)
 
 
-def plot_family_errors(ax, result, families=None):
-    """Figure 2 (rule A) for every gate family: error against alpha with a +-1 SE band over seeds."""
+def plot_family_errors(ax, result, families=None, dots_at: float = 0.8):
+    """Figure 2 (rule A) for every gate family: error against alpha with a +-1 SE band over seeds, and one dot per
+    seed at the ``alpha`` nearest ``dots_at`` (families side by side), so that a failing seed shows as itself."""
     alphas = np.asarray(result.alphas, dtype=float)
-    for fam in families or result.families:
+    fams = list(families or result.families)
+    i_dot = int(np.argmin(np.abs(alphas - dots_at)))
+    width = 0.6 * (float(np.min(np.diff(alphas))) if len(alphas) > 1 else 0.1)
+    for j, fam in enumerate(fams):
         key, ls, marker, _ = FAMILY_STYLE[fam]
         mean, se = np.asarray(result.errors[fam]), np.asarray(result.errors_se[fam])
         ax.plot(alphas, mean, color=PALETTE[key], ls=ls, marker=marker, ms=4, label=FAMILY_LABELS[fam])
         ax.fill_between(alphas, mean - se, mean + se, color=PALETTE[key], alpha=0.15, lw=0)
+        seeds = np.asarray([row[i_dot] for row in result.errors_per_seed[fam]], dtype=float)  # (S,)
+        x = alphas[i_dot] + width * ((j + 0.5) / len(fams) - 0.5)
+        ax.scatter(np.full(seeds.shape, x), seeds, s=8, color=PALETTE[key], marker=marker, alpha=0.6, lw=0, zorder=3)
     ax.axhline(0.5, color="black", lw=0.6)
     ax.set_xlabel(r"test outlier fraction $\alpha$ (rule A)")
     ax.set_ylabel("test error")

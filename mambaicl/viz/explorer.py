@@ -33,7 +33,7 @@ from ..analysis.corollaries import query_terms
 from ..config import ConfigError, TestConfig
 from ..data import Patterns, test_prompts
 from ..data.vocabulary import PLACEMENTS
-from ..seeding import torch_generator
+from ..seeding import numpy_stream
 from .figures import gate_legend, integer_ticks
 from .style import PALETTE
 
@@ -54,7 +54,7 @@ def _prompt(pat, test, tasks, alpha, kappa_a_prime, placement, index, n, seed):
     if not (0 <= index < n):
         raise ConfigError(f"index must lie in [0, {n}); got {index!r}")
     cfg = dataclasses.replace(test, alpha=float(alpha), kappa_a_prime=float(kappa_a_prime), placement=placement)
-    pr = test_prompts(pat, cfg, tasks, n, torch_generator(seed, "test/explorer"))
+    pr = test_prompts(pat, cfg, tasks, n, numpy_stream(seed, "test/explorer"))
     return pr, index
 
 

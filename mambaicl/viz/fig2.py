@@ -4,7 +4,7 @@
 function                       draws
 =============================  ==================================================================
 ``plot_figure2``               paper Figure 2: error against ``alpha``, one panel per labelling rule,
-                               every model with a +-1 SE band over seeds, Mamba's 18-task curve,
+                               every model's mean over seeds with one dot per seed, Mamba's 18-task curve,
                                the paper's 0.01 line, Theorem 2(c)'s and 4(c)'s bounds
 ``plot_attention_matrices``    heat maps of ``(mu_i, 0) M (mu_j, 0)^T`` (1-based pattern numbers)
 ``plot_attention_by_distance`` mean pattern attention against the distance on the training cycle
@@ -46,14 +46,24 @@ def _band(ax, x, mean, se, key, label, ls="-", marker="o"):
     plot_mean_band(ax, x, mean, np.minimum(se, mean), key, label=label, ls=ls, marker=marker)
 
 
-def plot_figure2(axes, alphas, errors: dict, errors_se: dict, *, claim: tuple | None = None, rules=RULES,
-                 bound_mamba: float, bound_lt: float = 0.5, level: float = 0.01, n_tasks: tuple = (30, 18),
-                 legend: bool = True) -> list:
-    """Paper Figure 2 with seeds: test error against ``alpha`` for each rule (one axis each).
+def _seed_dots(ax, x, per_seed, key: str, offset: float) -> None:
+    """One dot per seed at every ``x`` (``per_seed[s][i]``), shifted by ``offset`` so that models do not overlap."""
+    ys = np.asarray(per_seed, dtype=float)  # (S, len(x))
+    xs = np.broadcast_to(np.asarray(x, dtype=float) + offset, ys.shape)
+    ax.scatter(xs.ravel(), ys.ravel(), s=9, color=PALETTE[key], alpha=0.55, lw=0, zorder=3)
+
+
+def plot_figure2(axes, alphas, errors: dict, errors_per_seed: dict, *, claim: tuple | None = None,
+                 rules=RULES, bound_mamba: float, bound_lt: float = 0.5, level: float = 0.01,
+                 n_tasks: tuple = (30, 18), legend: bool = True) -> list:
+    """Paper Figure 2 with seeds: test error against ``alpha`` for each rule (one axis each), one dot per seed.
 
     Args:
-        errors, errors_se: ``errors[key][rule]`` means over seeds and their standard errors (results.json keys).
-        claim: ``(mean, se)`` of Mamba on the claim tasks, ``mean[rule]`` lists over ``alphas`` (dashed).
+        errors: ``errors[key][rule]`` means over seeds (results.json keys): the lines.
+        errors_per_seed: ``errors_per_seed[key][rule][s][i]``, seed ``s`` at ``alphas[i]``: the dots (every seed is
+            drawn, so a seed that fails shows as a dot far above the others rather than widening a band).
+        claim: ``(mean, per_seed)`` of Mamba on the claim tasks, ``mean[rule]`` lists over ``alphas`` and
+            ``per_seed[rule][s][i]`` (dashed line, square dots).
         bound_mamba: Theorem 2(c)'s ``min(1, p_a l_tr / l_ts)``; bound_lt: Theorem 4(c)'s ``1/2``.
         level: the paper's "< 0.01" (a horizontal line).
 
@@ -62,13 +72,17 @@ def plot_figure2(axes, alphas, errors: dict, errors_se: dict, *, claim: tuple | 
     """
     labels = {"mamba": f"Mamba, all {n_tasks[0]} tasks", "mamba_merged": LABELS["mamba_merged"] + f", all {n_tasks[0]}",
               "linear_transformer": LABELS["linear"] + f", all {n_tasks[0]}"}
+    step = float(np.min(np.diff(alphas))) if len(alphas) > 1 else 0.1
+    offsets = {"linear_transformer": -0.2 * step, "mamba": -0.07 * step, "mamba_merged": 0.07 * step}
     for ax, rule in zip(axes, rules):
         for key in ("linear_transformer", "mamba", "mamba_merged"):
             if key in errors:
-                _band(ax, alphas, errors[key][rule], errors_se[key][rule], palette_key(key), labels[key])
+                ax.plot(alphas, errors[key][rule], color=PALETTE[palette_key(key)], marker="o", ms=4, label=labels[key])
+                _seed_dots(ax, alphas, errors_per_seed[key][rule], palette_key(key), offsets[key])
         if claim is not None:
-            _band(ax, alphas, claim[0][rule], claim[1][rule], "mamba", f"Mamba, {n_tasks[1]} tasks (see text)",
-                  ls="--", marker="s")
+            ax.plot(alphas, claim[0][rule], color=PALETTE["mamba"], ls="--", marker="s", ms=4,
+                    label=f"Mamba, {n_tasks[1]} tasks (see text)")
+            _seed_dots(ax, alphas, claim[1][rule], "mamba", 0.2 * step)
         ax.axhline(level, color=PALETTE["paper"], lw=2.0, ls="-", zorder=0)
         ax.axvline(bound_mamba, color=PALETTE["theory"], lw=1.5, ls="-.")
         ax.axvline(bound_lt, color=PALETTE["theory"], lw=1.5, ls=":")

@@ -8,7 +8,7 @@ from matplotlib.lines import Line2D
 from .figures import plot_mean_band
 from .style import PALETTE
 
-__all__ = ["plot_bound_by_group", "plot_seed_tail", "plot_context_lengths"]
+__all__ = ["plot_bound_by_group", "plot_seed_tail", "plot_context_lengths", "plot_gate_after_zero"]
 
 _TITLES = {"all": "all 30 tasks", "training": "training tasks", "reversed": "reversed tasks",
            "distance 2": "distance 2 (never met)", "distance 3": "distance 3 (never met)"}
@@ -75,3 +75,33 @@ def plot_context_lengths(axes, l_grid, errors: dict, alphas, *, level: float) ->
     return [Line2D([], [], color=PALETTE["mamba"], marker="o", label=LABELS["mamba"]),
             Line2D([], [], color=PALETTE["linear"], marker="o", label=LABELS["linear"]),
             Line2D([], [], color="black", ls="--", label=f"declared level {level:g}")]
+
+
+def plot_gate_after_zero(axes, steps, val_hinge, log_ratio, zero_step, *, M1: int, layer: int = 0) -> list:
+    """Two panels along training, one line per seed: the validation hinge loss (left, symlog) and layer
+    ``layer``'s log outlier/clean gate ratio (right), each seed's line dotted from the record where its
+    validation hinge reaches zero (marked); the right panel's dashed line is suppression, ``log(1/M1)``.
+
+    Args:
+        val_hinge: ``[s][record]``; log_ratio: ``[s][record][layer]``; zero_step: ``[s]`` (``-1``: never).
+    Returns the legend handles.
+    """
+    t = np.asarray(steps, dtype=float)
+    for s, (h, r, z) in enumerate(zip(val_hinge, log_ratio, zero_step)):
+        y = np.asarray([row[layer] for row in r], dtype=float)
+        k = int(np.searchsorted(t, z)) if z >= 0 else len(t) - 1
+        for ax, v in zip(axes, (np.asarray(h, dtype=float), y)):
+            ax.plot(t[: k + 1], v[: k + 1], color=PALETTE["mamba"], lw=1.0, alpha=0.8)
+            ax.plot(t[k:], v[k:], color=PALETTE["mamba"], lw=1.0, ls=":", alpha=0.8)
+            if z >= 0:
+                ax.plot([t[k]], [v[k]], ls="", marker="o", ms=4, color=PALETTE["outlier"])
+    axes[0].set_yscale("symlog", linthresh=1e-3, linscale=0.3)
+    axes[0].set_ylabel("validation hinge loss (symlog)")
+    axes[1].axhline(np.log(1 / M1), color=PALETTE["theory"], lw=1.5, ls="--")
+    axes[1].set_ylabel(f"layer {layer + 1}: log(outlier gate / clean gate)")
+    for ax in axes:
+        ax.set_xlabel("updates")
+    return [Line2D([], [], color=PALETTE["mamba"], lw=1.0, label="one seed, until its validation hinge is zero"),
+            Line2D([], [], color=PALETTE["mamba"], lw=1.0, ls=":", label="the same seed afterwards"),
+            Line2D([], [], ls="", marker="o", color=PALETTE["outlier"], label="validation hinge reaches zero"),
+            Line2D([], [], color=PALETTE["theory"], lw=1.5, ls="--", label=r"suppression: $\log(1/M_1)$")]

@@ -1,0 +1,153 @@
+"""Does the three-layer stack's gate stop learning once its validation hinge loss reaches zero?
+
+Chapter 5's three-layer Mamba (FIG3) is trained to a validation plateau, reached after 50-175 updates, and its
+gates do not suppress outliers (rows ``cor2i`` and ``rmsnorm``). With the hinge loss ``max(0, 1 - z F)`` a prompt
+whose margin ``z F`` is at least 1 sends no gradient at all: once (almost) every prompt clears the margin, no weight
+moves, the gate included. This experiment trains the same stack for a fixed number of updates past that point,
+recording the gates along the way, and asks whether the gate's outlier/clean contrast stops changing there.
+
+Glossary (code name -> paper symbol):
+
+================  ==================================================================================
+``steps``         updates trained, the same for every seed (no early stopping): past FIG3's plateau
+``every``         updates between two records (and a record before training)
+``val_hinge``     per seed and record, the hinge loss on the seed's validation prompts ``(s, "val")``
+                  (FIG3's early-stopping score; Definition 1 prompts of the training tasks)
+``active``        per seed and record, the fraction of those prompts with ``z F < 1``: the prompts whose
+                  hinge loss has a gradient
+``log_ratio``     per seed, record and layer, ``log(median outlier gate / median clean gate)`` on test
+                  prompts at FIG3's ``alpha`` (Corollary 2(i)'s measure; suppression is ``< log(1/M1)``)
+``zero_step``     per seed, the first record with ``val_hinge <= zero`` (``-1``: never within ``steps``)
+``rate``          per seed, layer 1: ``|change of log_ratio|`` per 100 updates, before ``zero_step`` (from the
+                  first record) and after it (to the last record)
+================  ==================================================================================
+
+The row ``deep-gate-after-zero`` of :mod:`mambaicl.analysis.claims_open` was declared before the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..analysis.corollaries import mechanism_report
+from ..config import check_int, instance, integer, real
+from ..data import test_prompts
+from ..members import build_members, member_model
+from ..seeding import numpy_stream
+from ..train import train
+from . import mechanism
+from .base import Preset, Result, resolve_device, resolve_seeds
+from .mechanism_fit import validation_prompts
+
+__all__ = ["DeepGatePreset", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "DeepGateResult",
+           "rates_around_zero", "run"]
+
+
+@dataclass(frozen=True)
+class DeepGatePreset(Preset):
+    """FIG3's stack and step size, trained ``steps`` updates with a record every ``every``."""
+
+    base: mechanism.MechanismPreset = instance(mechanism.MechanismPreset, factory=lambda: mechanism.FIG3)
+    steps: int = integer(400, 1)  # FIG3's seeds stop after 50-175 updates: 400 leaves at least 225 after
+    every: int = integer(25, 1)  # FIG3's validation checks are 25 updates apart
+    n_gate: int = integer(256, 1)  # test prompts of the gate measure, per seed
+    zero: float = real(1e-3, 0.0)  # a validation hinge at or below this counts as zero
+
+    def _check(self) -> None:
+        check_int("every", self.every, 1, self.steps)
+
+
+#: Chapter 5's FIG3 (step size 0.03 as recorded, SGD on the hinge loss, batch 64), 400 updates, a record every 25
+FIG3 = DeepGatePreset(name="fig3")
+#: a seconds-long smoke test (tests); not a result of the book
+TINY = DeepGatePreset(name="tiny", base=dataclasses.replace(
+    mechanism.FIG3, model=dataclasses.replace(mechanism.FIG3.model, d_model=16), n_val=32),
+                      steps=20, every=5, n_gate=32)
+PRESETS = {"fig3": FIG3, "tiny": TINY}
+DEFAULT_PRESET = "fig3"
+DEFAULT_SEEDS = mechanism.DEFAULT_SEEDS
+
+
+@dataclass
+class DeepGateResult(Result):
+    """The records of every seed and the per-seed rates around the step the validation hinge reaches zero."""
+
+    preset: str
+    seeds: list
+    lr: float
+    steps: list  # update counts of the records, 0 first
+    val_hinge: list  # [s][record]
+    active: list  # [s][record]
+    log_ratio: list  # [s][record][layer]
+    zero_step: list  # [s]: first record with val_hinge <= zero, -1 if none
+    rate_before: list  # [s]: layer 1, |d log_ratio| per 100 updates before zero_step (nan if zero_step is -1 or 0)
+    rate_after: list  # [s]: the same after zero_step (nan if zero_step is -1)
+    active_at_zero: list  # [s]: active fraction at zero_step (nan if -1)
+
+
+def _record(model, val, pr) -> tuple:
+    """Validation hinge, the active fraction, and every layer's log outlier/clean gate ratio of one member."""
+    with torch.no_grad():
+        margin = val.z.to(torch.get_default_dtype()) * model(val.P)  # (n_val,)
+        hinge = float(torch.clamp(1 - margin, min=0).mean())
+        active = float((margin < 1).double().mean())
+        reps = mechanism_report(model, pr)
+    ratios = [math.log(r.gate_outlier / r.gate_clean) if r.gate_outlier > 0 and r.gate_clean > 0 else math.nan
+              for r in reps]
+    return hinge, active, ratios
+
+
+def rates_around_zero(steps, log_ratio, zero_step: int, layer: int = 0) -> tuple:
+    """``(before, after)``: ``|log_ratio[zero] - log_ratio[0]|`` and ``|log_ratio[-1] - log_ratio[zero]|`` of
+    ``layer`` per 100 updates (``nan`` where the interval is empty or the hinge never reaches zero)."""
+    if zero_step < 0:
+        return math.nan, math.nan
+    k = list(steps).index(zero_step)
+    before = (100 * abs(log_ratio[k][layer] - log_ratio[0][layer]) / steps[k]) if steps[k] > 0 else math.nan
+    after = (100 * abs(log_ratio[-1][layer] - log_ratio[k][layer]) / (steps[-1] - steps[k])
+             if steps[-1] > steps[k] else math.nan)
+    return before, after
+
+
+def run(preset: DeepGatePreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> DeepGateResult:
+    """Train FIG3's stack for ``preset.steps`` updates, recording every ``preset.every``; see the module docstring."""
+    seeds = resolve_seeds(seeds)
+    dev = resolve_device(device)
+    base = preset.base
+    lr = base.searched_lr or base.train.lr
+    group = mechanism.seed_members(base, seeds, lr)
+    pat = group[0].data.pat
+    data, test = mechanism.setting(base)
+    val = [validation_prompts(pat, data, s, base.n_val).to(dev) for s in seeds]
+    prs = [test_prompts(pat, test, mechanism.mechanism_tasks(base), preset.n_gate,
+                        numpy_stream(s, "test/gate-training")).to(dev) for s in seeds]
+    rec = {"steps": [], "val_hinge": [[] for _ in seeds], "active": [[] for _ in seeds],
+           "log_ratio": [[] for _ in seeds]}
+
+    def record(step: int, model_of) -> None:
+        rec["steps"].append(step)
+        for i in range(len(seeds)):
+            h, a, r = _record(model_of(i), val[i], prs[i])
+            rec["val_hinge"][i].append(h)
+            rec["active"][i].append(a)
+            rec["log_ratio"][i].append(r)
+
+    start = build_members(group, dev)
+    record(0, lambda i: member_model(start, i).eval())
+
+    def callback(step: int, model) -> None:
+        if (step + 1) % preset.every == 0:
+            record(step + 1, lambda i: member_model(model, i))
+
+    train(group, dataclasses.replace(base.train, steps=preset.steps), device=dev, progress=progress,
+          record_every=preset.steps, callback=callback)
+    zero = [next((t for t, h in zip(rec["steps"], hs) if h <= preset.zero), -1) for hs in rec["val_hinge"]]
+    rates = [rates_around_zero(rec["steps"], rec["log_ratio"][i], z) for i, z in enumerate(zero)]
+    at_zero = [rec["active"][i][rec["steps"].index(z)] if z >= 0 else math.nan for i, z in enumerate(zero)]
+    return DeepGateResult(preset=preset.name, seeds=list(seeds), lr=float(lr), steps=rec["steps"],
+                          val_hinge=rec["val_hinge"], active=rec["active"], log_ratio=rec["log_ratio"],
+                          zero_step=zero, rate_before=[b for b, _ in rates], rate_after=[a for _, a in rates],
+                          active_at_zero=at_zero)
