@@ -70,6 +70,11 @@ LEMMA_PREDICTED = {
 }
 
 
+#: exponent of each factor in Theorem 1's T_M (Mamba) and Theorem 3's T_T (linear Transformer)
+THEOREM_PREDICTED = {"mamba": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": 0.0},
+                     "linear": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": -1.0}}
+
+
 def alpha_limit_mamba_d(l_ts: int, M1: int) -> float:
     """The largest ``alpha`` allowed by Theorem 2(d)'s lower bound ``l_ts >= (1 - alpha)^{-1} log M1`` with the
     hidden constant set to 1: ``1 - log(M1) / l_ts`` (about ``log M1`` clean examples expected in the prompt)."""
@@ -92,6 +97,6 @@ def _check_lengths(l_ts, M1) -> None:
     check_int("M1", M1, 2)
 
 
-__all__ += ["FACTORS", "EARLY_FACTORS", "LEMMA_PREDICTED", "alpha_limit_mamba_d", "alpha_limit_lt_d"]
+__all__ += ["FACTORS", "EARLY_FACTORS", "LEMMA_PREDICTED", "THEOREM_PREDICTED", "alpha_limit_mamba_d", "alpha_limit_lt_d"]
 
 from .information import information_bound, information_bound_all_tasks, training_information_bound  # noqa: E402,F401  (Figure 2's information bound)

@@ -3,7 +3,7 @@
 Glossary (code name -> paper symbol):
 
 ==================  ====================================================================================
-``App14GatesPreset`` App. 14's setting (:class:`mambaicl.experiments.regression.App14Spec`: Figure 2's data,
+``App14GatesPreset`` App. 14's setting (:class:`mambaicl.experiments.shared.App14Spec`: Figure 2's data,
                     squared loss, random outlier outputs at test time = rule C) and the test ``alphas``
 ``gate_ratio``      median gate ``G_{i,l+1}(w)`` of outlier examples / median gate of clean examples
                     (Corollary 2(i)'s measure, as the row ``cor2i``)
@@ -28,9 +28,8 @@ from ..data import all_tasks, test_prompts
 from ..evaluate import errors_by_task_group
 from ..seeding import numpy_streams
 from . import fig2
-from .shared import Fig2Preset, patterns
+from .shared import App14Spec, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from .regression import App14Spec
 
 __all__ = ["App14GatesPreset", "APP14", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "App14GatesResult",
            "fig2_preset", "gate_medians", "run"]

@@ -31,7 +31,8 @@ from ..data import training_prompts, training_tasks
 from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model, train
 from . import fig2
-from .shared import FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
+from . import shared
+from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 from .context_examples import needed_length
 
@@ -44,7 +45,7 @@ KINDS = ("mamba", "linear")
 class BatchPreset(Preset):
     """Figure 2's two models trained with each batch size of the grid."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     batches: tuple = integers((1, 2, 4, 8, 16, 32, 64), 1)
     tolerance: float = real(0.02, 0.0)
     n_val: int = integer(2000, 1)

@@ -24,7 +24,8 @@ from ..config import instance, integer, integers, real, reals
 from ..evaluate import test_error
 from ..seeding import numpy_streams
 from . import fig2
-from .shared import FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
+from . import shared
+from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["ContextPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "CENSOR", "needed_length",
@@ -39,7 +40,7 @@ KINDS = ("mamba", "linear")
 class ContextPreset(Preset):
     """Figure 2's two models tested at several ``alpha`` over a grid of test prompt lengths."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     alphas: tuple = reals((0.3, 0.45, 0.6), 0.0, 1.0, high_open=True)
     l_grid: tuple = integers((2, 4, 6, 8, 12, 16, 24, 32, 48, 64), 1)
     level: float = real(0.05, 0.0, 1.0)

@@ -27,7 +27,8 @@ from ..evaluate import model_error
 from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model
 from . import fig2
-from .shared import FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
+from . import shared
+from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["KappaPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "lower_bound",
@@ -41,14 +42,14 @@ def lower_bound(V: int, beta: float) -> float:
     return V / beta ** 4
 
 
-_SMALL = round(lower_bound(FIG2.data.V, FIG2.data.beta) / 10, 6)
+_SMALL = round(lower_bound(shared.FIG2.data.V, shared.FIG2.data.beta) / 10, 6)
 
 
 @dataclass(frozen=True)
 class KappaPreset(Preset):
     """Figure 2's two models trained at each ``kappa_a`` and validated on the training distribution."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     kappas: tuple = reals((2.0, _SMALL), 0.0, low_open=True)
     n_val: int = integer(4000, 1)
 

@@ -40,37 +40,21 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepConfig, RunConfig, TestConfig,
-                      TrainConfig, check_choice, check_instance, check_int, check_trains, choice, flag, instance,
-                      integer, integers, real, reals, synthetic_trains, to_dict, trains)
+from ..config import (Config, DeepConfig, RunConfig, TrainConfig, check_choice, check_instance, check_int, check_trains,
+                      choice, flag, instance, integer, integers, real, reals, synthetic_trains, to_dict, trains)
 from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
 from ..seeding import STAGES, numpy_streams, torch_generator
 from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from .shared import APP14_KINDS, App14Spec
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "CONVERGED", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",
            "linreg_members", "run"]
 
-ONE_LAYER = ("mamba", "linear")
-
-
-@dataclass(frozen=True)
-class App14Spec(Config):
-    """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
-
-    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)  # Figure 2's patterns and prompts
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="C"))
-    train: dict = trains(lambda: {k: v for k, v in synthetic_trains(loss="squared").items() if k in ONE_LAYER},
-                         ONE_LAYER, loss="squared")
-    alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.8, 0.9), 0.0, 1.0, high_open=True)
-    n_test: int = integer(1000, 1)
-
-    def _check(self) -> None:
-        check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d, loss="squared")
-        check_choice("app14.test.rule", self.test.rule, ("C",))  # App. 14: outlier outputs are random
+ONE_LAYER = APP14_KINDS
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,8 @@ from ..data import test_outliers
 from ..evaluate import errors_by_task_group
 from ..analysis.information import information_bound_all_tasks, information_bound_by_group
 from . import fig2
-from .shared import CLAIM_GROUPS, FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
+from . import shared
+from .shared import CLAIM_GROUPS, TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["SeedTailPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "FAIL_LEVEL",
@@ -50,7 +51,7 @@ FAIL_LEVEL = 0.05
 class SeedTailPreset(Preset):
     """Figure 2's Mamba (``fig2``'s settings) tested at one ``alpha`` on every task group, each rule."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     alpha: float = real(0.8, 0.0, 1.0, high_open=True)
     rules: tuple = choices(RULES, RULES)
     n_test: int = integer(4000, 1)  # prompts per (seed, rule, task group)
