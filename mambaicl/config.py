@@ -73,6 +73,7 @@ __all__ = [
     "DataConfig",
     "TestConfig",
     "TrainConfig",
+    "RunConfig",
     "DeepConfig",
     "ONE_LAYER_KINDS",
     "DEEP_KINDS",
@@ -109,13 +110,13 @@ V_PRIME_SECTION_4_1 = ((0.7, 0.6, -0.4), (0.4, 0.7, -0.6), (-0.7, 0.5, 0.5))
 # ---------------------------------------------------------------- the validator kit (mambaicl.checks)
 
 def check_trains(name: str, train, kinds=None, min_m: int | None = None, loss: str | None = None) -> dict:
-    """A mapping of model kinds to :class:`TrainConfig` (every kind of ``kinds`` when given), each with
+    """A mapping of model kinds to :class:`RunConfig` (every kind of ``kinds`` when given), each with
     ``m >= min_m`` and the loss ``loss`` when given."""
     if not isinstance(train, dict) or not train or (kinds is not None and set(train) != set(kinds)):
         want = f"each of {tuple(kinds)}" if kinds is not None else "model kinds"
-        raise ConfigError(f"{name} must map {want} to a TrainConfig; got {train!r}")
+        raise ConfigError(f"{name} must map {want} to a RunConfig; got {train!r}")
     for k, tr in train.items():
-        check_instance(f"{name}[{k!r}]", tr, TrainConfig)
+        check_instance(f"{name}[{k!r}]", tr, RunConfig)
         if min_m is not None and tr.m < min_m:
             raise ConfigError(f"{name}[{k!r}].m must be >= {min_m} so that the first d diagonal entries of W_B and "
                              f"W_C can be delta (Section 2); got m = {tr.m}")
@@ -196,7 +197,7 @@ def text(default=dataclasses.MISSING):
 
 
 def trains(factory, kinds=None, min_m: int | None = None, loss: str | None = None):
-    """A dataclass field mapping model kinds to :class:`TrainConfig`, validated by :class:`Config`."""
+    """A dataclass field mapping model kinds to :class:`RunConfig`, validated by :class:`Config`."""
     return dataclasses.field(default_factory=factory,
                              metadata={"check": lambda name, v: check_trains(name, v, kinds, min_m, loss)})
 
@@ -278,18 +279,30 @@ class TestConfig(Config):
 
 @dataclass(frozen=True)
 class TrainConfig(Config):
-    """One run of the training loop :func:`mambaicl.train.train`; Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
+    """What the training loop :func:`mambaicl.train.train` reads, and nothing else: the batch size ``B``, the
+    number of updates ``T``, the optimizer and the loss. Algorithm 1 is ``optimizer="sgd"``, ``loss="hinge"``.
 
-    ``delta`` and ``m`` set the initialisation of the one-layer models of Section 2.
+    The step size and the initialisation belong to each member (:class:`mambaicl.train.Member`); a preset that
+    fixes them per model kind holds a :class:`RunConfig`.
+    """
+
+    batch_size: int = integer(64, 1)
+    steps: int = integer(1000, 0)
+    optimizer: str = choice("sgd", OPTIMIZERS)
+    loss: str = choice("hinge", LOSSES)
+
+
+@dataclass(frozen=True)
+class RunConfig(TrainConfig):
+    """One model kind's training in a preset: the loop's :class:`TrainConfig` plus what its members read, the
+    step size ``lr`` (:attr:`Member.lr <mambaicl.train.Member>`) and, for the one-layer models of Section 2, the
+    initialisation ``delta`` and ``m`` (:func:`mambaicl.models.build_model`). Pass it to
+    :func:`mambaicl.train.train` as it is: the loop reads its :class:`TrainConfig` fields only.
     """
 
     lr: float = real(0.1, 0.0, 1.0, low_open=True)  # Theorems 1 and 3: eta <= 1
-    batch_size: int = integer(64, 1)
-    steps: int = integer(1000, 0)
     delta: float = real(0.2, 0.0, 0.2, low_open=True)  # Section 2: delta in (0, 0.2]
     m: int = integer(31, 1)
-    optimizer: str = choice("sgd", OPTIMIZERS)
-    loss: str = choice("hinge", LOSSES)
 
 
 @dataclass(frozen=True)
@@ -344,5 +357,5 @@ SYNTHETIC_LR = {"mamba": 1.0, "mamba_merged": 1.0, "linear": 0.01}
 
 
 def synthetic_trains(**kw) -> dict:
-    """A fresh ``{kind: TrainConfig}`` of the one-layer models at :data:`SYNTHETIC_LR` (``kw`` overrides fields)."""
-    return {k: TrainConfig(**({"lr": lr} | kw)) for k, lr in SYNTHETIC_LR.items()}
+    """A fresh ``{kind: RunConfig}`` of the one-layer models at :data:`SYNTHETIC_LR` (``kw`` overrides fields)."""
+    return {k: RunConfig(**({"lr": lr} | kw)) for k, lr in SYNTHETIC_LR.items()}

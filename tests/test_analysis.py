@@ -41,7 +41,7 @@ def test_compare_applies_the_t_interval_rule():
     assert noisy.se == pytest.approx(np.std(d, ddof=1) / math.sqrt(3))  # paired: SE of the differences
     small_n = compare([0.02], [0.01], n_prompts=100)  # one seed: only the prompt noise
     assert small_n.se == pytest.approx(math.sqrt(0.02 * 0.98 / 100 + 0.01 * 0.99 / 100))
-    with pytest.raises(ValueError, match=r"^a paired comparison needs one value per seed in both; got 2 and 1"):
+    with pytest.raises(ValueError, match=r"^a and b must hold one value per seed each \(a paired comparison\); got 2 and 1"):
         compare([0.1, 0.2], [0.1])
 
 
@@ -126,7 +126,7 @@ def test_relaxation_times():
     y = 0.2 + 0.7 * np.exp(-t / tau)
     assert relaxation_time(t, y, end=0.2) == pytest.approx(tau * math.log(2), rel=1e-3)
     assert relaxation_time(t, y, fraction=0.25, end=0.2) == pytest.approx(tau * math.log(4), rel=1e-3)
-    with pytest.raises(ValueError, match="start above"):
+    with pytest.raises(ValueError, match=r"^values must start above their end value 0.3; it starts at 0.1"):
         relaxation_time([0, 1, 2], [0.1, 0.2, 0.3])
     with pytest.raises(ValueError, match=r"^fraction must lie in \(0, 1\); got 1.0"):
         relaxation_time([0, 1], [1.0, 0.0], fraction=1.0)
@@ -141,7 +141,7 @@ def test_window_slope_of_a_line_and_a_kink():
     assert window_slope(steps, [3.0 - 0.25 * t for t in steps], 5) == pytest.approx(-0.25)
     kink = [-0.1 * t if t <= 4 else -0.4 - 2.0 * (t - 4) for t in steps]
     assert window_slope(steps, kink, 4) == pytest.approx(-0.1)  # only the records up to t = 4 count
-    with pytest.raises(ValueError, match="two records"):
+    with pytest.raises(ValueError, match=r"^t_max must leave at least two records \(steps <= t_max = 0.5\); got 1"):
         window_slope(steps, kink, 0.5)
 
 

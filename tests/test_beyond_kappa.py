@@ -64,7 +64,7 @@ def test_kappas_change_only_the_outlier_rows():
 
 
 def test_boundary_preset_checks_kappas_and_levels():
-    with pytest.raises(ConfigError, match="kappas\\[0\\]"):
+    with pytest.raises(ConfigError, match=r"^kappas\[0\] must be test.kappa_a_prime = 6.67"):
         dataclasses.replace(boundary.THEOREMS, kappas=(2.0, 6.67))
     with pytest.raises(ConfigError, match=r"^levels must not repeat level = 0.25"):
         dataclasses.replace(boundary.THEOREMS, levels=(0.25,))

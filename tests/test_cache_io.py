@@ -50,10 +50,10 @@ def test_a_memory_error_while_loading_leaves_the_shard(tmp_path, monkeypatch):
     again, _ = make_cache(tmp_path)
 
     def oom(*a, **k):
-        raise MemoryError
+        raise MemoryError("torch.load ran out of memory")
 
     monkeypatch.setattr(torch, "load", oom)
-    with pytest.raises(MemoryError):
+    with pytest.raises(MemoryError, match="^torch.load ran out of memory$"):
         again.embed(["kept"])
     assert cache.shards() == [shard] and not list(shard.parent.glob("*.bad"))
 

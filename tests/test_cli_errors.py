@@ -68,8 +68,9 @@ def test_internal_errors_are_not_caught(exc, tmp_path, monkeypatch):
         raise exc
 
     monkeypatch.setattr(fig2, "run", boom)
-    with pytest.raises(type(exc)):
+    with pytest.raises(type(exc)) as raised:
         main(["reproduce", "fig2", "--preset", "tiny", "--out", str(tmp_path / "o"), "--quiet"])
+    assert raised.value is exc  # the experiment's own exception, unchanged
     assert not (tmp_path / "o" / "results.json").exists()
 
 

@@ -48,7 +48,7 @@ def model_pat():
 
 
 def test_preset_fields_are_checked_and_the_row_is_declared():
-    with pytest.raises(ConfigError, match="every"):
+    with pytest.raises(ConfigError, match=r"^every must be an integer in \[1, 400\]; got 500"):
         dataclasses.replace(D.FIG3, every=500)
     assert CLAIMS["deep-gate-after-zero"].beyond
     assert CLAIMS["deep-gate-after-zero"].criterion.parts[0].threshold == 0.5

@@ -65,7 +65,7 @@ def test_token_norms_with_rmsnorm_are_sqrt_d_for_every_token_at_initialisation()
 
 def test_token_norms_need_a_deep_stack():
     _, pr = _prompts()
-    with pytest.raises(ConfigError, match="deep stack"):
+    with pytest.raises(ConfigError, match=r"^model must be a deep stack \(DeepICLModel\) for token_norms; got OneLayerStack"):
         token_norms(build_model("mamba", SYNTHETIC_DATA.d, generators=[torch.Generator().manual_seed(0)]), pr)
 
 

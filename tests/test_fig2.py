@@ -138,7 +138,7 @@ def test_figure_functions_draw_every_legend_entry(small):
     fig2_viz().plot_attention_by_distance(axes[2], {"Mamba": ("mamba", "", A)})
     assert [t.get_text() for t in axes[0].get_xticklabels()] == [str(j) for j in range(1, 7)]  # 1-based
     plt.close(fig)
-    with pytest.raises(ValueError, match="unknown model key"):
+    with pytest.raises(ValueError, match=r"^key must be a results.json model key, one of .*; got .softmax_transformer."):
         fig2_viz().palette_key("softmax_transformer")
 
 

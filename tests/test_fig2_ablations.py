@@ -28,11 +28,11 @@ def test_the_constructions_by_hand():
     assert task_set("reversal pairs", 6).tolist() == [[0, 1], [1, 0], [2, 3], [3, 2], [4, 5], [5, 4]]
     assert sorted(map(tuple, task_set("cycle+reversed", 4).tolist())) == sorted(
         [(0, 1), (1, 2), (2, 3), (3, 0), (1, 0), (2, 1), (3, 2), (0, 3)])
-    with pytest.raises(ConfigError, match="even M1"):
+    with pytest.raises(ConfigError, match=r"^task set 'reversal pairs' needs an even M1; got 7"):
         task_set("reversal pairs", 7)
-    with pytest.raises(ConfigError, match="M1 = 6"):
+    with pytest.raises(ConfigError, match=r"^task set 'two 3-cycles' needs M1 = 6; got 8"):
         task_set("two 3-cycles", 8)
-    with pytest.raises(ConfigError, match="task set"):
+    with pytest.raises(ConfigError, match=r"^task set must be one of .*; got 'star'"):
         task_set("star", 6)
 
 

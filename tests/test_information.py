@@ -68,9 +68,9 @@ def test_complete_meeting_sets():
 
 
 def test_invalid_arguments():
-    with pytest.raises(ConfigError, match="alpha"):
+    with pytest.raises(ConfigError, match=r"^alpha must lie in \[0, 1\]; got 1.5"):
         info.information_bound(1.5, 20, "training")
-    with pytest.raises(ConfigError, match="group"):
+    with pytest.raises(ConfigError, match=r"^group must be 'training', 'reversed', 'distance k' or 'never met'; got 'far'"):
         info.information_bound(0.5, 20, "far")
-    with pytest.raises(ValueError, match="l_ts"):
+    with pytest.raises(ValueError, match=r"^l_ts must be an integer in \[1, inf\]; got 0"):
         info.information_bound(0.5, 0, "training")

@@ -16,7 +16,7 @@ from mambaicl.analysis.corollaries import (
     query_terms,
     split_gates,
 )
-from mambaicl.config import ConfigError, TrainConfig
+from mambaicl.config import ConfigError, RunConfig
 from mambaicl.data import all_tasks, make_patterns, training_tasks
 from mambaicl.data import test_prompts as draw_test_prompts
 from mambaicl.experiments.fig2 import FIG2
@@ -86,7 +86,7 @@ def independent_gates(w, P):
 
 def test_trained_one_layer_gates_match_an_independent_computation_from_saved_w(tmp_path):
     data, pat, _, pr = small_setup(n=8)
-    cfg = TrainConfig(lr=0.3, batch_size=32, steps=20)
+    cfg = RunConfig(lr=0.3, batch_size=32, steps=20)
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
     algorithm_1(model, pat, data, training_tasks(data.M1), numpy_stream(2, "train"), steps=cfg.steps,
                 batch_size=cfg.batch_size, lr=cfg.lr)

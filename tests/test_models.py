@@ -382,12 +382,12 @@ def test_one_delta_range_for_every_kind(build):
 
 
 def test_model_defaults_are_the_configurations():
-    from mambaicl.config import DeepConfig, TrainConfig
+    from mambaicl.config import DeepConfig, RunConfig
 
     deep = build_model("mamba", 8, n_layers=1)
     assert deep.d_model == DeepConfig().d_model and len(deep.mixers) == 1
     assert deep.mixers[0].W_B.shape[:2] == (DeepConfig().n_heads, DeepConfig().d_state)
-    assert build_model("mamba", 8).delta == TrainConfig().delta
+    assert build_model("mamba", 8).delta == RunConfig().delta
     three = build_model("mamba", 8, n_layers=DeepConfig().n_layers)
     same = build_model("mamba", 8, generator=None, **{**DeepConfig().model_kwargs()})
     assert [p.shape for p in three.parameters()] == [p.shape for p in same.parameters()]

@@ -110,6 +110,18 @@ def toy_pool(n=40, d=5, seed=0):
     return EmbeddedPool(x=x, x_bond=x + 100.0, s=s)  # poisoned twins are easy to spot: +100
 
 
+def test_sources_on_pools_of_the_same_numbers_are_equal():
+    """A source is keyed by its pool's numbers, not by which object holds them: equal pools share their draws."""
+    from mambaicl.data.poisoning import SST2Source
+
+    a, b, other = toy_pool(), toy_pool(), toy_pool(seed=1)
+    assert a is not b and a.key == b.key != other.key
+    assert SST2Source(a, l=8, p_a=0.5) == SST2Source(b, l=8, p_a=0.5)
+    assert hash(SST2Source(a, l=8, p_a=0.5)) == hash(SST2Source(b, l=8, p_a=0.5))
+    assert SST2Source(a, l=8, p_a=0.5) != SST2Source(other, l=8, p_a=0.5)
+    assert SST2Source(a, l=8, p_a=0.5) != SST2Source(a, l=8, p_a=0.25)
+
+
 @pytest.mark.parametrize("placement", ["FQ", "CQ", "R"])
 @pytest.mark.parametrize("rule", ["targeted", "flipped", "random label"])
 def test_prompts_layout_labels_and_outliers(placement, rule):

@@ -138,11 +138,11 @@ def test_interrupted_fill_keeps_finished_shards_and_resumes(tmp_path):
         name = real_write(t, e)
         calls["n"] += 1
         if calls["n"] == 1:
-            raise Interrupt
+            raise Interrupt("killed after the first shard")
         return name
 
     cache._write = write_then_die
-    with pytest.raises(Interrupt):
+    with pytest.raises(Interrupt, match="^killed after the first shard$"):
         cache.embed(texts)
     assert len(cache.shards()) == 1  # the finished shard is on disk
     again, fake2 = make_cache(tmp_path)

@@ -442,9 +442,9 @@ def test_confident_regime_scores_at_most_n_scored_rows_and_embeds_only_what_it_u
     assert enc.calls > used  # the validation twins were not in the cache: they were never embedded before
     assert with_val.val.x.shape == (20, 6)
     assert torch.equal(with_val.train.x, feat.train.x) and torch.equal(with_val.test.x, feat.test.x)
-    with pytest.raises(ValueError, match="with_val=True"):
+    with pytest.raises(ValueError, match=r"^validation_curve needs the validation pool: prepare_features\(cfg, with_val=True\)"):
         X.validation_curve(TINY_RUNS[0], feat, capped_cfg)
-    with pytest.raises(ValueError, match="^n_scored must"):
+    with pytest.raises(ValueError, match=r"^n_scored must be an integer in \[100, inf\]; got 10"):
         dataclasses.replace(TINY_CONFIDENT, n_scored=10)
 
 

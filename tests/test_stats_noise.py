@@ -103,7 +103,7 @@ def test_clopper_pearson_table_values():
     assert clopper_pearson(5, 5)[0] == pytest.approx(0.025 ** (1 / 5))
     lo, hi = clopper_pearson(1, 20)
     assert lo == pytest.approx(0.0013, abs=1e-4) and hi == pytest.approx(0.2487, abs=1e-4)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^k and n must be integers with 0 <= k <= n and n >= 1; got k=3, n=2"):
         clopper_pearson(3, 2)
 
 

@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..checks import ConfigError
+
 __all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "Contrast", "compare", "contrast", "t_quantile", "Interval",
            "interval", "interval_from_se", "LEVEL", "lower", "upper", "clopper_pearson", "median_iqr", "seeds_to_decide",
            "shared_cluster_se"]
@@ -42,7 +44,7 @@ def t_quantile(df: int, q: float = 0.5 + LEVEL / 2) -> float:
     from scipy.stats import t
 
     if df < 1:
-        raise ValueError(f"df must be a positive integer; got {df!r}")
+        raise ConfigError(f"df must be a positive integer; got {df!r}")
     return float(t.ppf(q, df))
 
 
@@ -84,7 +86,7 @@ def interval_from_se(mean: float, se: float, n: int) -> Interval:
 def _values(name: str, xs) -> list[float]:
     xs = [float(x) for x in xs]
     if not xs:
-        raise ValueError(f"{name} must hold at least one value")
+        raise ConfigError(f"{name} must hold at least one value")
     return xs
 
 
@@ -102,7 +104,7 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
 def binomial_se(p: float, n: int) -> float:
     """Standard error ``sqrt(p (1 - p) / n)`` of a proportion estimated from ``n`` trials."""
     if n < 1:
-        raise ValueError(f"n must be a positive number of trials; got {n!r}")
+        raise ConfigError(f"n must be a positive number of trials; got {n!r}")
     return math.sqrt(max(p * (1 - p), 0.0) / n)
 
 
@@ -201,10 +203,10 @@ def contrast(terms, n_prompts: int | None = None, scale: float = 1.0, shared: bo
     """
     terms = [(c, _values("terms", v)) for c, v in terms]
     if not terms:
-        raise ValueError("terms must hold at least one (coefficient, values) pair")
+        raise ConfigError("terms must hold at least one (coefficient, values) pair")
     S = len(terms[0][1])
     if any(len(v) != S for _, v in terms):
-        raise ValueError(f"a contrast needs one value per seed in every term; got lengths {[len(v) for _, v in terms]}")
+        raise ConfigError(f"terms must hold one value per seed in every term (a contrast); got lengths {[len(v) for _, v in terms]}")
     values = [sum(c * v[s] for c, v in terms) for s in range(S)]  # (S,) per-seed contrasts
     diff, se_seeds = mean_se(values)
     se_seeds = 0.0 if math.isnan(se_seeds) else se_seeds
@@ -225,7 +227,7 @@ def compare(a: Sequence[float], b: Sequence[float], n_prompts: int | None = None
     """
     a, b = _values("a", a), _values("b", b)
     if paired and len(a) != len(b):
-        raise ValueError(f"a paired comparison needs one value per seed in both; got {len(a)} and {len(b)}")
+        raise ConfigError(f"a and b must hold one value per seed each (a paired comparison); got {len(a)} and {len(b)}")
     if paired:
         c = contrast([(1, a), (-1, b)], n_prompts, shared=shared)
         return Comparison(diff=c.diff, se=c.se, n_seeds=c.n_seeds)
@@ -252,7 +254,7 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
     from scipy.stats import beta
 
     if not (isinstance(n, int) and n >= 1) or not (isinstance(k, int) and 0 <= k <= n):
-        raise ValueError(f"need integers 0 <= k <= n, n >= 1; got k={k!r}, n={n!r}")
+        raise ConfigError(f"k and n must be integers with 0 <= k <= n and n >= 1; got k={k!r}, n={n!r}")
     a = (1 - level) / 2
     low = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
     high = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..checks import check_int
+from ..checks import ConfigError, check_int
 
 __all__ = ["alpha_threshold_mamba", "alpha_threshold_lt", "T_M", "T_T", "l_ts_lower_lt", "l_ts_lower_mamba"]
 
@@ -37,7 +37,7 @@ def T_T(lr: float, p_a: float, beta: float, M1: int, l_tr: int) -> float:
 def l_ts_lower_lt(alpha: float, M1: int) -> float:
     """Theorem 4(d), Eq. (3): ``max{(1 - alpha)^-1, alpha / (1/2 - alpha)^2} log M1``; infinite at ``alpha >= 1/2``."""
     if not 0 <= alpha < 1:
-        raise ValueError(f"alpha must lie in [0, 1); got {alpha}")
+        raise ConfigError(f"alpha must lie in [0, 1); got {alpha}")
     if alpha >= 0.5:
         return math.inf
     return max(1 / (1 - alpha), alpha / (0.5 - alpha) ** 2) * math.log(M1)
@@ -46,7 +46,7 @@ def l_ts_lower_lt(alpha: float, M1: int) -> float:
 def l_ts_lower_mamba(alpha: float, M1: int) -> float:
     """Theorem 2(d): ``(1 - alpha)^-1 log M1``."""
     if not 0 <= alpha < 1:
-        raise ValueError(f"alpha must lie in [0, 1); got {alpha}")
+        raise ConfigError(f"alpha must lie in [0, 1); got {alpha}")
     return math.log(M1) / (1 - alpha)
 
 
@@ -68,6 +68,11 @@ LEMMA_PREDICTED = {
     "lemma4_mu": {"lr": 1.0, "one_minus_p_a": 1.0, "beta": 2.0, "M1": -1.0, "l_tr": 0.0},
     "lemma4_ratio": {"lr": 0.0, "one_minus_p_a": 0.0, "beta": 0.0, "M1": -1.0, "l_tr": 0.0},
 }
+
+
+#: exponent of each factor in Theorem 1's T_M (Mamba) and Theorem 3's T_T (linear Transformer)
+THEOREM_PREDICTED = {"mamba": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": 0.0},
+                     "linear": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": -1.0}}
 
 
 def alpha_limit_mamba_d(l_ts: int, M1: int) -> float:
@@ -92,6 +97,6 @@ def _check_lengths(l_ts, M1) -> None:
     check_int("M1", M1, 2)
 
 
-__all__ += ["FACTORS", "EARLY_FACTORS", "LEMMA_PREDICTED", "alpha_limit_mamba_d", "alpha_limit_lt_d"]
+__all__ += ["FACTORS", "EARLY_FACTORS", "LEMMA_PREDICTED", "THEOREM_PREDICTED", "alpha_limit_mamba_d", "alpha_limit_lt_d"]
 
 from .information import information_bound, information_bound_all_tasks, training_information_bound  # noqa: E402,F401  (Figure 2's information bound)

@@ -3,8 +3,9 @@
 :mod:`mambaicl.analysis.claims` declares the rows (the paper's words and a criterion fixed in advance);
 this module holds what turns a chapter's measurement into a verdict, the same for every row: the
 :class:`Measured` summary (95 % t interval over seeds, :mod:`mambaicl.analysis.stats`), the
-:class:`Criterion` kinds, :class:`Claim` and its :class:`Judgement`, and :func:`verdict_of` /
-:func:`outcome_of`, which ``.ci/results_page.py`` re-applies to ``book/results.json``. The criterion
+:class:`Criterion` kinds, :class:`Claim` and its :class:`Judgement`; the rule on JSON rows, :func:`verdict_of` /
+:func:`outcome_of`, which ``.ci/results_page.py`` re-applies to ``book/results.json``, lives in
+:mod:`mambaicl.analysis.outcomes` and is re-exported here. The criterion
 kinds and the statistical rule are documented in :mod:`mambaicl.analysis.claims`.
 """
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..checks import ConfigError
+from .outcomes import (KINDS, SIDES, VERDICTS, decision_points, outcome_of, part_holds,  # noqa: F401  (re-exported)
+                       part_outcome, part_wrong_side, seeds_needed, verdict_from_outcomes, verdict_of)
 from .stats import interval, interval_from_se
 
 __all__ = ["VERDICTS", "KINDS", "SIDES", "Criterion", "Measured", "Failing", "Claim", "Judgement", "verdict_of",
@@ -23,10 +26,6 @@ __all__ = ["VERDICTS", "KINDS", "SIDES", "Criterion", "Measured", "Failing", "Cl
            "below", "above", "within", "identity", "diagnostic", "all_of", "FIG2_EPSILON", "EXPONENT_MARGIN",
            "RATIO_MARGIN", "ACCURACY_MARGIN"]
 
-VERDICTS = ("identity verified", "reproduced", "partly reproduced", "undecided", "not reproduced", "contradicted",
-            "diagnostic", "beyond the paper")
-KINDS = ("below", "above", "within", "identity", "diagnostic", "all")
-SIDES = ("below", "above")
 
 #: §4.1: "the classification error of Mamba is smaller than 0.01": the error level the paper
 #: reads as the theorems' epsilon (used for Corollary 1's epsilon / (1 - p_a))
@@ -130,15 +129,15 @@ class Criterion:
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise ValueError(f"criterion kind must be one of {KINDS}; got {self.kind!r}")
+            raise ConfigError(f"criterion kind must be one of {KINDS}; got {self.kind!r}")
         if self.kind == "all" and (not self.parts or any(p.kind in ("all", "diagnostic") for p in self.parts)):
-            raise ValueError("an 'all' criterion needs parts, none of them 'all' or 'diagnostic'")
+            raise ConfigError("parts must be non-empty for an 'all' criterion, none of them 'all' or 'diagnostic'")
         if self.kind in ("below", "above", "within", "identity") and self.threshold is None:
-            raise ValueError(f"a {self.kind!r} criterion needs a threshold")
+            raise ConfigError(f"threshold must be a number for a {self.kind!r} criterion; got None")
         if self.kind == "within" and not (self.margin is not None and self.margin >= 0):
-            raise ValueError(f"a 'within' criterion needs a margin >= 0; got {self.margin!r}")
+            raise ConfigError(f"margin must be a number >= 0 for a 'within' criterion; got {self.margin!r}")
         if self.side is not None and (self.kind != "within" or self.side not in SIDES):
-            raise ValueError(f"side must be one of {SIDES}, for a 'within' criterion only; got {self.side!r}")
+            raise ConfigError(f"side must be one of {SIDES}, for a 'within' criterion only; got {self.side!r}")
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "threshold": self.threshold, "text": self.text}
@@ -193,114 +192,8 @@ class Failing:
         p = part.to_json()
         if self.threshold is not None:
             p["threshold"] = self.threshold
-        a, b = _decision_points(p)
+        a, b = decision_points(p)
         return not (math.isfinite(value) and a < value < b)
-
-
-# ------------------------------------------------------------------------------------------ semantics (JSON level)
-
-
-def _f(v):
-    return math.nan if v is None else float(v)
-
-
-def _decision_points(p: dict) -> tuple:
-    """``(lower decision point, upper decision point)``: the interval wholly above the lower one and below the upper
-    one holds (``nan``: no bound on that side)."""
-    t, kind = _f(p.get("threshold")), p["kind"]
-    if kind == "below":
-        return -math.inf, t
-    if kind == "above":
-        return t, math.inf
-    if kind == "within":
-        m, side = _f(p.get("margin")), p.get("side")
-        return (t - m if side != "below" else -math.inf), (t + m if side != "above" else math.inf)
-    raise ValueError(f"no decision points for kind {kind!r}")
-
-
-def part_outcome(p: dict, m: dict) -> Optional[bool]:
-    """One criterion on one measurement (JSON dicts): ``True`` holds, ``False`` fails, ``None`` undecided.
-
-    ``below``/``above``/``within``: holds when the whole 95 % interval ``[low, high]`` lies on the paper's side of
-    every decision point, fails when it lies wholly on the other side of one, else undecided (also when the
-    interval is not measurable). ``identity``: holds when ``|mean|`` is within the tolerance, else fails."""
-    lo, hi, mean = _f(m.get("low")), _f(m.get("high")), _f(m.get("mean"))
-    if p["kind"] == "identity":
-        return abs(mean) <= _f(p["threshold"])
-    a, b = _decision_points(p)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None
-    if lo > a and hi < b:
-        return True
-    if hi < a or lo > b:
-        return False
-    return None
-
-
-def part_holds(p: dict, m: dict) -> bool:
-    """The part holds (:func:`part_outcome` is ``True``)."""
-    return part_outcome(p, m) is True
-
-
-def part_wrong_side(p: dict, m: dict) -> bool:
-    """The part fails: its whole interval lies on the wrong side of a decision point."""
-    return part_outcome(p, m) is False
-
-
-def verdict_from_outcomes(outcomes: Sequence[Optional[bool]]) -> str:
-    """A claim's verdict from its parts' outcomes: all hold, ``reproduced``; all fail, ``contradicted``; some hold
-    and some fail, ``partly reproduced``; some fail and none holds, ``not reproduced``; none fails but not all hold,
-    ``undecided``."""
-    held, failed = sum(o is True for o in outcomes), sum(o is False for o in outcomes)
-    if held == len(outcomes):
-        return "reproduced"
-    if failed == len(outcomes):
-        return "contradicted"
-    if held and failed:
-        return "partly reproduced"
-    return "not reproduced" if failed else "undecided"
-
-
-def _pairs(criterion: dict, measured: dict) -> list:
-    if criterion["kind"] != "all":
-        return [(criterion, measured)]
-    parts, ms = criterion["all"], measured["all"]
-    if len(parts) != len(ms):
-        raise ValueError(f"criterion has {len(parts)} parts but {len(ms)} measurements")
-    return list(zip(parts, ms))
-
-
-def outcome_of(criterion: dict, measured: dict) -> str:
-    """The verdict of ``criterion`` on ``measured`` (JSON dicts, as in ``book/results.json``), by the rule above."""
-    kind = criterion["kind"]
-    if kind == "diagnostic":
-        return "diagnostic"
-    if kind not in KINDS:
-        raise ValueError(f"unknown criterion kind {kind!r}")
-    if kind == "identity":
-        return "identity verified" if part_holds(criterion, measured) else "not reproduced"
-    return verdict_from_outcomes([part_outcome(p, m) for p, m in _pairs(criterion, measured)])
-
-
-def verdict_of(row: dict) -> str:
-    """The verdict of one ``book/results.json`` row, recomputed from its ``criterion`` and ``measured``."""
-    out = outcome_of(row["criterion"], row["measured"])
-    return "beyond the paper" if row["criterion"].get("beyond") else out
-
-
-def seeds_needed(p: dict, m: dict) -> Optional[int]:
-    """For an undecided part, the seeds that would decide it at the measured spread (the interval's half-width
-    read back as a standard error): the fewest whose 95 % t half-width is below the mean's distance to the nearest
-    decision point (:func:`mambaicl.analysis.stats.seeds_to_decide`)."""
-    from .stats import seeds_to_decide, t_quantile
-
-    lo, hi, mean, n = _f(m.get("low")), _f(m.get("high")), _f(m.get("mean")), int(m.get("n_seeds") or 0)
-    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(mean)) or hi <= lo:
-        return None
-    se = (hi - lo) / 2 / (t_quantile(n - 1) if n >= 2 else 1.959963984540054)
-    a, b = _decision_points(p)
-    dist = min(abs(mean - x) for x in (a, b) if math.isfinite(x))
-    return seeds_to_decide(se, max(n, 1), dist)
 
 
 # ------------------------------------------------------------------------------------------ claims
@@ -349,17 +242,17 @@ class Claim:
         c = self.criterion
         if c.kind == "all":
             if parts is None or len(parts) != len(c.parts):
-                raise ValueError(f"{self.key}: needs parts= with {len(c.parts)} measurements, one per part")
+                raise ConfigError(f"{self.key}: parts must hold {len(c.parts)} measurements, one per part of the 'all' criterion")
             ms = [_as_measured(p, n_prompts) for p in parts]
             return Judgement(self, ms, self._verdict(ms))
         if parts is not None:
-            raise ValueError(f"{self.key}: a {c.kind!r} criterion takes per_seed= or value=, not parts=")
+            raise ConfigError(f"{self.key}: parts must be None for a {c.kind!r} criterion (give per_seed= or value=)")
         if value is not None:
             m = Measured.exact(value)
         elif per_seed is not None:
             m = _as_measured(per_seed, n_prompts)
         else:
-            raise ValueError(f"{self.key}: no measurement given")
+            raise ConfigError(f"{self.key}: per_seed or value must be given (no measurement)")
         return Judgement(self, m, self._verdict(m))
 
     def _part_json(self, part: Criterion, m: Measured) -> dict:

@@ -18,7 +18,17 @@ import torch
 
 from ..config import ConfigError, DataConfig
 
-__all__ = ["Patterns", "make_patterns", "test_outliers"]
+__all__ = ["Patterns", "make_patterns", "test_outliers", "value_key"]
+
+
+def value_key(*tensors: torch.Tensor) -> str:
+    """A key of tensors by value: SHA-256 of their dtypes, shapes and bytes (equal tensors, equal keys)."""
+    h = hashlib.sha256()
+    for t in tensors:
+        t = t.detach().cpu().contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -37,12 +47,7 @@ class Patterns:
         """A value key: patterns with the same dtype, shapes and numbers have equal keys (SHA-256 of the bytes)."""
         cached = self.__dict__.get("_key")
         if cached is None:
-            h = hashlib.sha256()
-            for t in (self.mu, self.nu, self.v):
-                t = t.detach().cpu().contiguous()
-                h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-                h.update(t.view(torch.uint8).numpy().tobytes())
-            cached = h.hexdigest()
+            cached = value_key(self.mu, self.nu, self.v)
             object.__setattr__(self, "_key", cached)  # computed once (the patterns are not changed in place)
         return cached
 

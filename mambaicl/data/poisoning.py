@@ -36,6 +36,7 @@ import torch
 
 from ..config import PLACEMENTS, RULES, ConfigError, check_choice, check_int, check_real
 from ..seeding import check_stream
+from .patterns import value_key
 from .prompts import outlier_labels, outlier_mask
 from .vocabulary import LABELS, placement_id, rule_id
 
@@ -95,6 +96,14 @@ class EmbeddedPool:
     @property
     def d(self) -> int:
         return self.x.shape[1]
+
+    @property
+    def key(self) -> str:
+        """A value key (:func:`mambaicl.data.patterns.value_key` of ``x``, ``x_bond``, ``s``), computed once: pools
+        with the same numbers have equal keys, whichever object holds them."""
+        if "_key" not in self.__dict__:
+            self.__dict__["_key"] = value_key(self.x, self.x_bond, self.s)
+        return self.__dict__["_key"]
 
 
 @dataclass
@@ -190,14 +199,14 @@ class SST2Source:
     ``P`` ``(S, batch, l+1, d+1)``, ``z`` ``(S, batch)``, batch ``s`` exactly the prompts
     ``sst2_prompts(..., stream=streams[s])`` of a run alone. The source holds no state: its draws
     depend only on the step and the streams. Two sources are equal (and share their draws) when they
-    read the same pool object with the same settings.
+    read pools of the same numbers (:attr:`EmbeddedPool.key`) with the same settings.
     """
 
     def __init__(self, pool: EmbeddedPool, *, l: int, p_a: float, switch: int | None = None) -> None:
         self.pool, self.l = pool, check_int("l", l, 1)
         self.p_a = check_real("p_a", p_a, 0.0, 1.0, high_open=True)
         self.switch = None if switch is None else check_int("switch", switch, 0)
-        self.key = (id(pool), self.l, self.p_a, self.switch)
+        self.key = (pool.key, self.l, self.p_a, self.switch)
 
     @property
     def d(self) -> int:

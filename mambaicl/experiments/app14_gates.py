@@ -3,7 +3,7 @@
 Glossary (code name -> paper symbol):
 
 ==================  ====================================================================================
-``App14GatesPreset`` App. 14's setting (:class:`mambaicl.experiments.regression.App14Spec`: Figure 2's data,
+``App14GatesPreset`` App. 14's setting (:class:`mambaicl.experiments.shared.App14Spec`: Figure 2's data,
                     squared loss, random outlier outputs at test time = rule C) and the test ``alphas``
 ``gate_ratio``      median gate ``G_{i,l+1}(w)`` of outlier examples / median gate of clean examples
                     (Corollary 2(i)'s measure, as the row ``cor2i``)
@@ -28,8 +28,8 @@ from ..data import all_tasks, test_prompts
 from ..evaluate import errors_by_task_group
 from ..seeding import numpy_streams
 from . import fig2
+from .shared import App14Spec, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from .regression import App14Spec
 
 __all__ = ["App14GatesPreset", "APP14", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "App14GatesResult",
            "fig2_preset", "gate_medians", "run"]
@@ -53,10 +53,10 @@ DEFAULT_PRESET = "app14"
 DEFAULT_SEEDS = tuple(range(10))
 
 
-def fig2_preset(preset: App14GatesPreset) -> fig2.Fig2Preset:
+def fig2_preset(preset: App14GatesPreset) -> Fig2Preset:
     """App. 14 as a Figure 2 preset with the squared-loss Mamba only (the same members as the regression experiment)."""
     spec = preset.app14
-    return fig2.Fig2Preset(name=f"app14-{preset.name}", data=spec.data, test=spec.test,
+    return Fig2Preset(name=f"app14-{preset.name}", data=spec.data, test=spec.test,
                            train={"mamba": spec.train["mamba"]}, alphas=tuple(spec.alphas), rules=("C",),
                            n_test=spec.n_test)
 
@@ -92,7 +92,7 @@ def run(preset: App14GatesPreset = APP14, *, seeds=DEFAULT_SEEDS, device=None, p
     """Train App. 14's Mamba for every seed (one batched run) and read its gates at each ``alpha`` (rule C)."""
     seeds = resolve_seeds(seeds)
     f2 = fig2_preset(preset)
-    pat = fig2.patterns(f2)
+    pat = patterns(f2)
     stack, hist = fig2.trained_models(f2, pat, seeds, device=resolve_device(device), progress=progress)["mamba"]
     tasks = all_tasks(f2.data.M1)
     g_out, g_clean = [], []

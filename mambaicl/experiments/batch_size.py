@@ -28,9 +28,11 @@ import torch
 
 from ..config import instance, integer, integers, real
 from ..data import training_prompts, training_tasks
-from ..seeding import numpy_streams
+from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model, train
 from . import fig2
+from . import shared
+from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 from .context_examples import needed_length
 
@@ -43,7 +45,7 @@ KINDS = ("mamba", "linear")
 class BatchPreset(Preset):
     """Figure 2's two models trained with each batch size of the grid."""
 
-    fig2: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     batches: tuple = integers((1, 2, 4, 8, 16, 32, 64), 1)
     tolerance: float = real(0.02, 0.0)
     n_val: int = integer(2000, 1)
@@ -51,7 +53,7 @@ class BatchPreset(Preset):
 
 FIG2 = BatchPreset(name="fig2")
 #: a seconds-long smoke test (tests); not a result of the book
-TINY = BatchPreset(name="tiny", fig2=fig2.TINY, batches=(2, 8, 32), n_val=200)
+TINY = BatchPreset(name="tiny", fig2=FIG2_TINY, batches=(2, 8, 32), n_val=200)
 PRESETS = {"fig2": FIG2, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
 DEFAULT_SEEDS = tuple(range(20))
@@ -74,9 +76,9 @@ def run(preset: BatchPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
     """Train both models with every batch size for every seed; the batch each needs to match its largest-batch loss."""
     seeds = resolve_seeds(seeds)
     f0 = preset.fig2
-    pat = fig2.patterns(f0)
+    pat = patterns(f0)
     val = training_prompts(pat, f0.data, training_tasks(f0.data.M1), preset.n_val,
-                           numpy_streams(seeds, "validation/batch"))
+                           numpy_streams(seeds, f"{STAGES['validation']}/batch"))
     hinge = {k: [] for k in KINDS}
     models = {}
     for B in preset.batches:

@@ -24,6 +24,8 @@ from ..config import instance, integer, integers, real, reals
 from ..evaluate import test_error
 from ..seeding import numpy_streams
 from . import fig2
+from . import shared
+from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["ContextPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "CENSOR", "needed_length",
@@ -38,7 +40,7 @@ KINDS = ("mamba", "linear")
 class ContextPreset(Preset):
     """Figure 2's two models tested at several ``alpha`` over a grid of test prompt lengths."""
 
-    fig2: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     alphas: tuple = reals((0.3, 0.45, 0.6), 0.0, 1.0, high_open=True)
     l_grid: tuple = integers((2, 4, 6, 8, 12, 16, 24, 32, 48, 64), 1)
     level: float = real(0.05, 0.0, 1.0)
@@ -47,7 +49,7 @@ class ContextPreset(Preset):
 
 FIG2 = ContextPreset(name="fig2")
 #: a seconds-long smoke test (tests); not a result of the book
-TINY = ContextPreset(name="tiny", fig2=fig2.TINY, alphas=(0.3,), l_grid=(2, 8, 32), n_test=200)
+TINY = ContextPreset(name="tiny", fig2=FIG2_TINY, alphas=(0.3,), l_grid=(2, 8, 32), n_test=200)
 PRESETS = {"fig2": FIG2, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
 DEFAULT_SEEDS = tuple(range(20))
@@ -83,7 +85,7 @@ def run(preset: ContextPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progr
     """Train Figure 2's Mamba and linear Transformer for every seed and test them over ``l_grid`` at each ``alpha``."""
     seeds = resolve_seeds(seeds)
     f2 = preset.fig2
-    pat = fig2.patterns(f2)
+    pat = patterns(f2)
     trained = fig2.trained_models(f2, pat, seeds, kinds=KINDS, device=resolve_device(device), progress=progress)
     tasks = fig2.claim_tasks(f2.data.M1)
     errors, needed = {}, {}

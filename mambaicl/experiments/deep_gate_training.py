@@ -38,7 +38,7 @@ from ..data import test_prompts
 from ..members import build_members, member_model
 from ..seeding import numpy_stream
 from ..train import train
-from . import mechanism
+from . import mechanism, shared
 from .base import Preset, Result, resolve_device, resolve_seeds
 from .mechanism_fit import validation_prompts
 
@@ -50,7 +50,7 @@ __all__ = ["DeepGatePreset", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAU
 class DeepGatePreset(Preset):
     """FIG3's stack and step size, trained ``steps`` updates with a record every ``every``."""
 
-    base: mechanism.MechanismPreset = instance(mechanism.MechanismPreset, factory=lambda: mechanism.FIG3)
+    base: shared.MechanismPreset = instance(shared.MechanismPreset, factory=lambda: shared.FIG3)
     steps: int = integer(400, 1)  # FIG3's seeds stop after 50-175 updates: 400 leaves at least 225 after
     every: int = integer(25, 1)  # FIG3's validation checks are 25 updates apart
     n_gate: int = integer(256, 1)  # test prompts of the gate measure, per seed
@@ -64,11 +64,11 @@ class DeepGatePreset(Preset):
 FIG3 = DeepGatePreset(name="fig3")
 #: a seconds-long smoke test (tests); not a result of the book
 TINY = DeepGatePreset(name="tiny", base=dataclasses.replace(
-    mechanism.FIG3, model=dataclasses.replace(mechanism.FIG3.model, d_model=16), n_val=32),
+    shared.FIG3, model=dataclasses.replace(shared.FIG3.model, d_model=16), n_val=32),
                       steps=20, every=5, n_gate=32)
 PRESETS = {"fig3": FIG3, "tiny": TINY}
 DEFAULT_PRESET = "fig3"
-DEFAULT_SEEDS = mechanism.DEFAULT_SEEDS
+DEFAULT_SEEDS = shared.MECHANISM_SEEDS
 
 
 @dataclass

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -53,110 +53,27 @@ from torch import nn
 from ..analysis.curves import count, eq13_from, exponent_fit, interval, lemma_rates
 from ..analysis.dynamics_counts import epsilon_count, initial_margin, theorem_conditions
 from ..analysis.lemmas import stack_probes
-from ..analysis.verdicts import FIG2_EPSILON
 from ..analysis.stats import mean_se
-from ..analysis.theory import FACTORS, LEMMA_PREDICTED  # the paper's exponents (defined beside the theorems)
-from ..config import (ConfigError, DataConfig, TrainConfig, check_choice, check_int, check_real, check_reals,
-                      instance, integer, integers, real, reals, to_dict)
+from ..analysis.theory import FACTORS, LEMMA_PREDICTED, THEOREM_PREDICTED  # the paper's exponents (beside the theorems)
+from ..config import ConfigError, TrainConfig, to_dict
 from ..data import Patterns, Prompts, make_patterns, training_tasks
 from ..evaluate import zero_one_error
-from ..seeding import torch_generator
+from ..seeding import STAGES, torch_generator
 from ..train import Draws, Member, SyntheticData, loss_per_model, train
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from .base import Result, internal, resolve_device, resolve_seeds
+from .shared import (DYNAMICS, DYNAMICS_KINDS, DYNAMICS_SEEDS, DYNAMICS_TINY, DynamicsPreset, Setting,  # noqa: F401
+                     sweep_settings)
 
 __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
            "factor_value", "theorem_conditions", "initial_margin", "log_corrected", "LEMMA_PREDICTED", "SlotRun",
            "trained_settings", "DynamicsResult", "run"]
 
-DEFAULT_SEEDS = tuple(range(20))
-KINDS = ("mamba", "linear")
-#: exponent of each factor in Theorem 1's T_M (Mamba) and Theorem 3's T_T (linear Transformer)
-PREDICTED = {"mamba": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": 0.0},
-             "linear": {"lr": -1.0, "one_minus_p_a": -1.0, "beta": -2.0, "M1": 1.0, "l_tr": -1.0}}
+DEFAULT_SEEDS = DYNAMICS_SEEDS
+KINDS = DYNAMICS_KINDS
+PREDICTED = THEOREM_PREDICTED
 FACTOR_LABELS = {"lr": r"$\eta$", "one_minus_p_a": r"$1-p_a$", "beta": r"$\beta$", "M1": r"$M_1$",
                  "l_tr": r"$l_{tr}$"}
-
-
-@dataclass(frozen=True)
-class DynamicsPreset(Preset):
-    """A complete Chapter 3 experiment: base settings (Figure 2's), sweep grids, measurement settings."""
-
-    data: DataConfig = instance(DataConfig, factory=DataConfig)
-    lr: dict = field(default_factory=lambda: {"mamba": 0.3, "linear": 0.01})
-    batch_size: int = integer(64, 1)
-    delta: float = real(0.2, 0.0, 0.2, low_open=True)
-    steps: int = integer(400, 2)
-    lr_grid: dict = field(default_factory=lambda: {"mamba": (0.0375, 0.075, 0.15, 0.3),
-                                                   "linear": (0.0025, 0.005, 0.01, 0.02)})
-    p_a_grid: tuple = reals((0.2, 0.4, 0.6, 0.8), 0.0, 1.0, high_open=True, min_len=2)
-    beta_grid: tuple = reals((1.5, 2.0, 3.0, 4.5), 1.0, min_len=2)
-    M1_grid: tuple = integers((3, 6, 9, 12), 1, min_len=2)
-    l_tr_grid: tuple = integers((5, 10, 20, 40), 1, min_len=2)
-    fraction: float = real(0.5, 0.0, 1.0, low_open=True, high_open=True)
-    n_eval: int = integer(256, 1)
-    dense_until: int = integer(40, 1)
-    grid_ratio: float = real(1.06, 1.0, low_open=True)
-    epsilon: float = real(0.25, 0.0, 1.0, low_open=True, high_open=True)
-    absolute_epsilon: float = real(FIG2_EPSILON, 0.0, 1.0, low_open=True, high_open=True)
-    early_min: int = integer(3, 1)
-    check_delta: float | None = 0.05
-    pattern_seed: int = integer(0, 0)
-
-    def _check(self) -> None:
-        for kind in KINDS:
-            if kind not in self.lr or kind not in self.lr_grid:
-                raise ConfigError(f"lr and lr_grid must give a value for each of {KINDS}; "
-                                 f"got {self.lr!r}, {self.lr_grid!r}")
-            check_real(f"lr[{kind!r}]", self.lr[kind], 0.0, 1.0, low_open=True)
-            grid = check_reals(f"lr_grid[{kind!r}]", self.lr_grid[kind], 0.0, 1.0, low_open=True, min_len=2)
-            if self.lr[kind] not in grid:
-                raise ConfigError(f"lr_grid[{kind!r}] must contain the base step size {self.lr[kind]}; got {grid}")
-        for name, base in (("p_a_grid", self.data.p_a), ("beta_grid", self.data.beta), ("M1_grid", self.data.M1),
-                           ("l_tr_grid", self.data.l_tr)):
-            if base not in getattr(self, name):
-                raise ConfigError(f"{name} must contain the base value {base}; got {getattr(self, name)!r}")
-        self.settings()  # every point of every sweep must be a valid DataConfig (raises ValueError)
-        check_int("dense_until", self.dense_until, 1, self.steps)
-        check_int("early_min", self.early_min, 1, self.dense_until)
-        if self.check_delta is not None:
-            check_real("check_delta", self.check_delta, 0.0, 0.2, low_open=True)
-
-    def settings(self) -> list:
-        """Every distinct setting of every sweep of both models."""
-        seen = {}
-        for kind in KINDS:
-            for pts in sweep_settings(self, kind).values():
-                for st in pts:
-                    seen.setdefault(st, None)
-        return list(seen)
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One run configuration of a sweep: model kind, data and step size."""
-
-    kind: str
-    data: DataConfig
-    lr: float
-
-    @property
-    def group(self) -> tuple:
-        """Settings with the same group share patterns and prompt shapes and train as one stack."""
-        d = self.data
-        return (self.kind, d.d, d.M1, d.M2, d.V, d.beta, d.outlier_norm, d.l_tr)
-
-
-def sweep_settings(preset: DynamicsPreset, kind: str) -> dict:
-    """``factor -> [Setting per grid value]`` for one model, every other factor at its base value."""
-    check_choice("kind", kind, KINDS)
-    base, lr = preset.data, preset.lr[kind]
-    rep = dataclasses.replace
-    return {"lr": [Setting(kind, base, float(v)) for v in preset.lr_grid[kind]],
-            "one_minus_p_a": [Setting(kind, rep(base, p_a=float(v)), lr) for v in preset.p_a_grid],
-            "beta": [Setting(kind, rep(base, beta=float(v)), lr) for v in preset.beta_grid],
-            "M1": [Setting(kind, rep(base, M1=int(v)), lr) for v in preset.M1_grid],
-            "l_tr": [Setting(kind, rep(base, l_tr=int(v)), lr) for v in preset.l_tr_grid]}
 
 
 def factor_value(setting: Setting, factor: str) -> float:
@@ -223,7 +140,7 @@ def trained_settings(settings: list, seeds, preset: DynamicsPreset, device=None,
     tasks = training_tasks(d0.M1)
     data = {st.data: SyntheticData(pat, st.data, tasks) for st in settings}
     ms = [Member(s, st.kind, data[st.data], st.lr, m=d0.d + 1, delta=preset.delta) for st in settings for s in seeds]
-    val, _ = Draws(ms, "validation", device)(preset.n_eval)
+    val, _ = Draws(ms, STAGES["validation"], device)(preset.n_eval)
     grid = record_steps(preset.steps, preset.dense_until, preset.grid_ratio)
     pat_d = pat.to(device=device)
     tr = train(ms, TrainConfig(steps=preset.steps, batch_size=preset.batch_size), device=device, progress=False,
@@ -413,11 +330,6 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
                           lemma_rates=rates, lemma5=lemma5, base=base, curves=curves, runs=runs, spec=preset)
 
 
-#: the book's preset: Figure 2's data and step sizes, 4 values per factor
-DYNAMICS = DynamicsPreset(name="dynamics")
-#: a seconds-long smoke test of the pipeline (tests, CLI); not a result of the book
-TINY = DynamicsPreset(name="tiny", steps=16, dense_until=6, grid_ratio=1.5, n_eval=32,
-                      lr_grid={"mamba": (0.15, 0.3), "linear": (0.005, 0.01)}, p_a_grid=(0.4, 0.6),
-                      beta_grid=(2.0, 3.0), M1_grid=(4, 6), l_tr_grid=(10, 20), check_delta=None)
+TINY = DYNAMICS_TINY
 PRESETS = {p.name: p for p in (DYNAMICS, TINY)}
 DEFAULT_PRESET = "dynamics"

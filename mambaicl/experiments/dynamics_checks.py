@@ -3,7 +3,7 @@
 Glossary (code name -> paper symbol):
 
 ====================  =====================================================================
-``ChecksPreset``      the :class:`~mambaicl.experiments.dynamics.DynamicsPreset` whose data, grids and
+``ChecksPreset``      the :class:`~mambaicl.experiments.shared.DynamicsPreset` whose data, grids and
                       measurements it shares, Mamba's small step size ``early_lr`` (``eta``) for the early
                       phase and ``min_inside`` (the fewest steps Lemma 4's horizon must hold)
 ``early_settings``    Mamba at ``early_lr`` over the ``1-p_a``, ``beta``, ``M1`` and ``l_tr`` grids
@@ -37,10 +37,12 @@ from ..analysis.dynamics_counts import eq13_inside
 from ..analysis.init_gradients import init_rates
 from ..analysis.lemmas import lemma4_horizon
 from ..analysis.theory import EARLY_FACTORS  # Lemma 4's factors over the whole horizon (eta left out)
+from ..analysis.theory import LEMMA_PREDICTED, THEOREM_PREDICTED as PREDICTED
 from ..config import ConfigError, instance, integer, real, to_dict
 from .base import Preset, Result, internal, resolve_seeds
-from .dynamics import (DEFAULT_SEEDS, DYNAMICS, KINDS, LEMMA_PREDICTED, PREDICTED, TINY as DYN_TINY, DynamicsPreset,
-                       Setting, _sweep_summary, factor_value, trained_settings)
+from .dynamics import _sweep_summary, factor_value, trained_settings
+from .shared import (DYNAMICS, DYNAMICS_KINDS as KINDS, DYNAMICS_SEEDS as DEFAULT_SEEDS, DYNAMICS_TINY as DYN_TINY,
+                     DynamicsPreset, Setting)
 
 __all__ = ["DEFAULT_SEEDS", "EARLY_FACTORS", "ChecksPreset", "CHECKS", "TINY", "PRESETS", "DEFAULT_PRESET",
            "early_settings", "horizon", "scaled_settings", "init_exponents", "setting_label", "ChecksResult", "run"]

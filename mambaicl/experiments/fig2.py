@@ -49,10 +49,8 @@ __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "
 
 #: key of each model kind in results.json and artifacts.pt (the file layout of the first release)
 RESULT_KEYS = {"mamba": "mamba", "linear": "linear_transformer", "mamba_merged": "mamba_merged"}
-#: task groups (:func:`mambaicl.data.task_groups`) on which the paper's "< 0.01" holds for Mamba (Chapter 4)
-CLAIM_GROUPS = ("training", "reversed", "distance 3")
-from .shared import (DEFAULT_SEEDS, ETA_GRIDS, FIG2, FIG2_PRESETS, PLAIN, TINY, Fig2Preset,  # noqa: E402,F401
-                     patterns)
+from .shared import (CLAIM_GROUPS, DEFAULT_SEEDS, ETA_GRIDS, FIG2, FIG2_PRESETS, PLAIN, TINY,  # noqa: E402,F401
+                     Fig2Preset, patterns)
 
 PRESETS = FIG2_PRESETS  # Figure 2's presets live in .shared (Figure 2's ablations read them too)
 DEFAULT_PRESET = "fig2"

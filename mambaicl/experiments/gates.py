@@ -4,7 +4,7 @@ Glossary (code name -> paper symbol):
 
 ================  =====================================================================
 ``GatesPreset``   Figure 2's data and test shift (rule A), one :class:`GateConfig` per family,
-                  one :class:`TrainConfig` per family (same steps and batch: the same budget)
+                  one :class:`~mambaicl.config.RunConfig` per family (same steps and batch: the same budget)
 ``families``      gate families of :mod:`mambaicl.models.gla` (App. 12 + the real Mamba-2 / GLA)
 ``alphas``        test outlier fractions ``alpha``; ``n_test`` test prompts per (family, alpha, seed)
 ``gate_alpha``    ``alpha`` of the prompts on which the learned gates are read (0.3, §4.1's gate figure)

@@ -24,9 +24,11 @@ import torch
 from ..config import instance, integer, reals
 from ..data import training_prompts, training_tasks
 from ..evaluate import model_error
-from ..seeding import numpy_streams
+from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model
 from . import fig2
+from . import shared
+from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["KappaPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "lower_bound",
@@ -40,21 +42,21 @@ def lower_bound(V: int, beta: float) -> float:
     return V / beta ** 4
 
 
-_SMALL = round(lower_bound(fig2.FIG2.data.V, fig2.FIG2.data.beta) / 10, 6)
+_SMALL = round(lower_bound(shared.FIG2.data.V, shared.FIG2.data.beta) / 10, 6)
 
 
 @dataclass(frozen=True)
 class KappaPreset(Preset):
     """Figure 2's two models trained at each ``kappa_a`` and validated on the training distribution."""
 
-    fig2: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     kappas: tuple = reals((2.0, _SMALL), 0.0, low_open=True)
     n_val: int = integer(4000, 1)
 
 
 FIG2 = KappaPreset(name="fig2")
 #: a seconds-long smoke test (tests); not a result of the book
-TINY = KappaPreset(name="tiny", fig2=fig2.TINY, n_val=300)
+TINY = KappaPreset(name="tiny", fig2=FIG2_TINY, n_val=300)
 PRESETS = {"fig2": FIG2, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
 DEFAULT_SEEDS = tuple(range(20))
@@ -76,7 +78,7 @@ class KappaResult(Result):
 def run(preset: KappaPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> KappaResult:
     """Train both models at every ``kappa_a`` for every seed; validate on Definition 1 prompts at that ``kappa_a``."""
     seeds = resolve_seeds(seeds)
-    pat = fig2.patterns(preset.fig2)
+    pat = patterns(preset.fig2)
     hinge = {k: [] for k in KINDS}
     error = {k: [] for k in KINDS}
     models = {}
@@ -84,7 +86,7 @@ def run(preset: KappaPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
         f2 = dataclasses.replace(preset.fig2, data=dataclasses.replace(preset.fig2.data, kappa_a=float(kappa)))
         trained = fig2.trained_models(f2, pat, seeds, kinds=KINDS, device=resolve_device(device), progress=progress)
         val = training_prompts(pat, f2.data, training_tasks(f2.data.M1), preset.n_val,
-                               numpy_streams(seeds, "validation/kappa"))
+                               numpy_streams(seeds, f"{STAGES['validation']}/kappa"))
         for kind in KINDS:
             stack = trained[kind][0]
             with torch.no_grad():

@@ -39,110 +39,24 @@ from ..analysis.corollaries import (SumRecorder, decay_summary, group_report, la
                                     mechanism_report, placement_cost)
 from ..evaluate import errors_by_task_group
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import (ConfigError, SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, check_choice, DeepConfig, TestConfig, TrainConfig,
-                      check_int, check_ints, choices, flag, instance, integer, integers, real, reals, to_dict)
+from ..config import SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, check_choice, to_dict
 from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..seeding import numpy_stream, torch_generator
 from ..members import build_members, member_model
 from ..train import EarlyStopping, Member, SyntheticData, train
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from ..analysis.stepsize import RecordedStep, search_seeds
+from .base import Result, internal, resolve_device, resolve_seeds
+from .shared import (FIG3, FIG3_NONE, MAMBA1, MECHANISM_PRESETS, MECHANISM_SEEDS, ONE_LAYER_MECHANISM,  # noqa: F401
+                     MechanismPreset, log_steps)
 from .mechanism_fit import search_step_size, token_norms, validation_loss, validation_prompts
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
            "seed_runs", "search", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
-
-
-def log_steps(steps: int, n: int = 24) -> tuple:
-    """About ``n`` distinct update counts from 1 to ``steps``, log-spaced (and ``steps`` itself)."""
-    check_int("steps", steps, 1)
-    pts = {max(1, round(math.exp(math.log(steps) * i / (n - 1)))) for i in range(n)}
-    return tuple(sorted(pts | {steps}))
-
-
-@dataclass(frozen=True)
-class MechanismPreset(Preset):
-    """One mechanism experiment: the model (``None``: one-layer Mamba of Eq. (3)), its training and the test."""
-
-    model: Optional[DeepConfig] = instance(DeepConfig, optional=True)
-    train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.3))
-    p_a: float = real(0.4, 0.0, 1.0, high_open=True)  # §4.1: "p_a = 0.4"
-    alpha: float = real(0.3, 0.0, 1.0, high_open=True)  # the gate figure: "alpha = 0.3"
-    n_test: int = integer(512, 1)
-    J: int = integer(8, 2)
-    record_steps: tuple = integers((), 1, min_len=0)
-    n_sums: int = integer(256, 1)  # test prompts on which Corollary 1's sums are recorded along training
-    n_group: int = integer(256, 0)  # test prompts per task group (errors by task group); 0: skip
-    n_placement: int = integer(0, 0)  # test prompts per placement (FQ / R / CQ, the cost of locality); 0: skip
-    # task groups the Corollary 1-2 prompts come from; () = all tasks
-    mechanism_groups: tuple = choices((), sorted(set(task_groups(all_tasks(SYNTHETIC_DATA.M1), SYNTHETIC_DATA.M1))),
-                                      min_len=0)
-    group_sums: bool = flag(True)  # also Corollary 1's sums per task group (False: errors only)
-    lrs: tuple = reals((), 0.0, low_open=True, min_len=0, distinct=True)  # step sizes searched; (): train.lr
-    # the step size the search over ``lrs`` chose for the reported seeds DEFAULT_SEEDS (on the n_search seeds
-    # after them), recorded so that the chapters do not repeat it; 0: search on every run. tests/test_deep_icl.py
-    # runs the search again and checks that it chooses this value. A run whose reported seeds include those
-    # search seeds (e.g. --seeds 0 ... 9) searches again on seeds disjoint from its own (run reports which).
-    searched_lr: float = real(0.0, 0.0)
-    n_search: int = integer(3, 1)  # search seeds, disjoint from the reported ones
-    search_steps: int = integer(100, 1)  # updates of each search run
-    val_every: int = integer(0, 0)  # 0: train.steps updates; else check the validation loss this often
-    patience: int = integer(4, 1)  # checks without a new minimum before stopping
-    n_val: int = integer(256, 1)  # validation prompts per seed (training tasks, stream (s, "val"))
-    n_norms: int = integer(0, 0)  # test prompts of the token-norm check (deep stacks); 0: skip
-
-    def _check(self) -> None:
-        check_ints("record_steps", self.record_steps, 1, self.train.steps, min_len=0)
-        if self.searched_lr and self.searched_lr not in self.lrs:
-            raise ConfigError(f"searched_lr must be one of lrs {self.lrs} (the search's choice) or 0; "
-                              f"got {self.searched_lr!r}")
-        if self.n_norms and self.model is None:
-            raise ConfigError("n_norms must be 0 for the one-layer model (token norms are read in deep stacks)")
-
-    @property
-    def recorded_step(self) -> Optional[RecordedStep]:
-        """``searched_lr`` as the book's one kind of record (:class:`mambaicl.analysis.stepsize.RecordedStep`):
-        chosen over ``lrs`` on the ``n_search`` seeds after :data:`DEFAULT_SEEDS`; ``None`` when nothing is recorded."""
-        if not self.searched_lr:
-            return None
-        return RecordedStep(self.searched_lr, self.lrs, search_seeds(DEFAULT_SEEDS, self.n_search),
-                            f"validation hinge loss after {self.search_steps} updates ({self.train.optimizer})")
-
-    @property
-    def steps_to_record(self) -> tuple:
-        return self.record_steps or log_steps(self.train.steps)
-
-
-#: the one-layer Mamba of Eq. (3) at p_a = 0.4 (§4.1), step size 0.3 (Figure 2's preset trains at p_a = 0.6 with 1.0)
-ONE_LAYER = MechanismPreset(name="one_layer", train=TrainConfig(lr=0.3, batch_size=64, steps=1000), n_placement=1000)
-#: Figures 3-5: the paper's three-layer Mamba (§4.1), single head, p_a = 0.4: residual layers of the paper's
-#: selective scan with pre-norm RMSNorm, trained with Algorithm 1 (SGD, hinge loss). The step size is searched
-#: over 0.1, 0.03, 0.01 on held-out seeds (validation hinge loss after 100 updates); each seed then trains until
-#: its validation loss (training tasks, fresh prompts) has not improved for 3 checks 25 updates apart (at most
-#: 1000 updates) and keeps its best check. Corollaries 1-2 are measured on prompts of all tasks.
-FIG3 = MechanismPreset(name="fig3", model=DeepConfig(kind="mamba", n_layers=3, d_model=64, norm="rms"),
-                       train=TrainConfig(lr=0.03, batch_size=64, steps=1000, optimizer="sgd", loss="hinge"),
-                       n_placement=500, lrs=(0.1, 0.03, 0.01), n_search=2, search_steps=100, val_every=25,
-                       patience=3, n_norms=256, searched_lr=0.03)
-#: FIG3 without normalisation (its own step-size search and stopping)
-FIG3_NONE = dataclasses.replace(FIG3, name="fig3_none", model=dataclasses.replace(FIG3.model, norm="none"),
-                                n_placement=0, searched_lr=0.03)
-#: the same question for three standard Mamba-1 blocks (Gu & Dao 2023), smaller to fit the CPU budget, Adam with
-#: the step size searched over 3e-3, 1e-3, 3e-4; errors by task group only (its Corollary 1 probe materialises an
-#: (L, L, E, N) gate); the sums are recorded at step 600 only (so at initialisation only when training stops
-#: earlier)
-MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers=3, d_model=32),
-                         train=TrainConfig(lr=1e-3, batch_size=32, steps=600, optimizer="adam"), n_test=256, J=6,
-                         n_group=256, group_sums=False, record_steps=(600,), n_sums=64, lrs=(3e-3, 1e-3, 3e-4),
-                         n_search=2, search_steps=60, val_every=25, patience=3, n_val=128, n_norms=128,
-                         searched_lr=3e-3)
-PRESETS = {p.name: p for p in (ONE_LAYER, FIG3, FIG3_NONE, MAMBA1)}
+ONE_LAYER, DEFAULT_SEEDS = ONE_LAYER_MECHANISM, MECHANISM_SEEDS
+PRESETS = MECHANISM_PRESETS
 DEFAULT_PRESET = "fig3"
-# Ten seeds (issue 17); the step sizes above were searched on the two seeds after them, 10 and 11.
-DEFAULT_SEEDS = tuple(range(10))
 
 
 def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:

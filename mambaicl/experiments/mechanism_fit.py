@@ -98,7 +98,7 @@ def token_norms(model, pr: Prompts) -> list:
     ``sqrt(D)`` times the weight's scale for every token, whatever the outlier added to ``x``.
     """
     if not hasattr(model, "mixers"):
-        raise ConfigError(f"token_norms needs a deep stack (DeepICLModel); got {type(model).__name__}")
+        raise ConfigError(f"model must be a deep stack (DeepICLModel) for token_norms; got {type(model).__name__}")
     out_mask = pr.outlier  # (n, l)
     clean_mask = ~pr.outlier
     l = out_mask.shape[-1]

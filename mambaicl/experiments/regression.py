@@ -40,37 +40,21 @@ from dataclasses import dataclass, field
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..config import (SYNTHETIC_DATA, SYNTHETIC_TEST, Config, DataConfig, DeepConfig, TestConfig, TrainConfig,
-                      check_choice, check_instance, check_int, check_trains, choice, flag, instance, integer,
-                      integers, real, reals, synthetic_trains, to_dict, trains)
+from ..config import (Config, DeepConfig, RunConfig, TrainConfig, check_choice, check_instance, check_int, check_trains,
+                      choice, flag, instance, integer, integers, real, reals, synthetic_trains, to_dict, trains)
 from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
-from ..seeding import numpy_streams, torch_generator
+from ..seeding import STAGES, numpy_streams, torch_generator
 from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from .shared import APP14_KINDS, App14Spec
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "CONVERGED", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",
            "linreg_members", "run"]
 
-ONE_LAYER = ("mamba", "linear")
-
-
-@dataclass(frozen=True)
-class App14Spec(Config):
-    """App. 14: Figure 2's data and test shift with random outlier outputs (rule C), trained on the squared loss."""
-
-    data: DataConfig = instance(DataConfig, factory=lambda: SYNTHETIC_DATA)  # Figure 2's patterns and prompts
-    test: TestConfig = instance(TestConfig, factory=lambda: dataclasses.replace(SYNTHETIC_TEST, rule="C"))
-    train: dict = trains(lambda: {k: v for k, v in synthetic_trains(loss="squared").items() if k in ONE_LAYER},
-                         ONE_LAYER, loss="squared")
-    alphas: tuple = reals((0.0, 0.2, 0.4, 0.6, 0.8, 0.9), 0.0, 1.0, high_open=True)
-    n_test: int = integer(1000, 1)
-
-    def _check(self) -> None:
-        check_trains("app14.train", self.train, ONE_LAYER, min_m=self.data.d, loss="squared")
-        check_choice("app14.test.rule", self.test.rule, ("C",))  # App. 14: outlier outputs are random
+ONE_LAYER = APP14_KINDS
 
 
 @dataclass(frozen=True)
@@ -100,11 +84,11 @@ class RegressionPreset(Preset):
 
     app14: App14Spec | None = instance(App14Spec, factory=App14Spec, optional=True)
     task: LinRegTask = instance(LinRegTask, factory=LinRegTask)
-    one_layer: dict = trains(lambda: {k: TrainConfig(lr=0.01, batch_size=64, steps=1000, m=6, optimizer="adam",
+    one_layer: dict = trains(lambda: {k: RunConfig(lr=0.01, batch_size=64, steps=1000, m=6, optimizer="adam",
                                                      loss="squared") for k in ONE_LAYER}, ONE_LAYER, loss="squared")
     deep: dict = field(default_factory=lambda: {k: DeepConfig(kind=k, n_layers=3, d_model=16, d_state=16, norm="rms")
                                                 for k in ONE_LAYER})
-    deep_train: TrainConfig = instance(TrainConfig, factory=lambda: TrainConfig(lr=0.003, batch_size=32, steps=500,
+    deep_train: RunConfig = instance(RunConfig, factory=lambda: RunConfig(lr=0.003, batch_size=32, steps=500,
                                                                               optimizer="adam", loss="squared"))
     lengths: tuple = integers((4, 8, 12, 16, 24, 32), 1)
     alpha_lengths: float = real(0.7, 0.0, 1.0, high_open=True)
@@ -133,17 +117,17 @@ REGRESSION = RegressionPreset(name="regression", deep={})
 #: RMSNorm, Adam eta = 0.003, batch 32) trained until the validation loss stops improving (patience 5 checks
 #: of 200 steps, at most 8000 steps); run it with 5 or more seeds
 CONVERGED = RegressionPreset(name="converged", app14=None, patience=5, check_every=200,
-                             deep_train=TrainConfig(lr=0.003, batch_size=32, steps=8000, optimizer="adam",
+                             deep_train=RunConfig(lr=0.003, batch_size=32, steps=8000, optimizer="adam",
                                                     loss="squared"))
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = RegressionPreset(
     name="tiny",
     app14=App14Spec(train={k: v for k, v in synthetic_trains(loss="squared", steps=30).items() if k in ONE_LAYER},
                     alphas=(0.0, 0.8), n_test=200),
-    one_layer={k: TrainConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
+    one_layer={k: RunConfig(lr=0.01, batch_size=32, steps=30, m=6, optimizer="adam", loss="squared")
                for k in ONE_LAYER},
     deep={"mamba": DeepConfig(kind="mamba", n_layers=2, d_model=8, d_state=4)},
-    deep_train=TrainConfig(lr=0.003, batch_size=16, steps=40, optimizer="adam", loss="squared"),
+    deep_train=RunConfig(lr=0.003, batch_size=16, steps=40, optimizer="adam", loss="squared"),
     lengths=(4, 16), alphas=(0.0, 0.8), l_alphas=16, n_test=200, patience=2, check_every=10, n_val=64)
 PRESETS = {"regression": REGRESSION, "converged": CONVERGED, "tiny": TINY}
 DEFAULT_PRESET = "regression"
@@ -207,7 +191,8 @@ def _validator(preset: RegressionPreset, seeds):
     distribution (``p_a``; lengths ``l_min``, the middle and ``l_max``; streams ``(s, "validation/linreg/<l>")``)."""
     task = preset.task
     lengths = sorted({task.l_min, (task.l_min + task.l_max) // 2, task.l_max})
-    vals = [regression_prompts(preset.n_val, l, task.d, task.p_a, numpy_streams(seeds, f"validation/linreg/{l}"),
+    vals = [regression_prompts(preset.n_val, l, task.d, task.p_a,
+                               numpy_streams(seeds, f"{STAGES['validation']}/linreg/{l}"),
                                kind=task.kind, bias=task.bias) for l in lengths]
 
     def validate(model, k: int) -> float:

@@ -31,11 +31,13 @@ import numpy as np
 import torch
 from scipy.stats import binomtest, rankdata
 
-from ..config import RULES, check_choice, choices, instance, integer, real
+from ..config import RULES, ConfigError, check_choice, choices, instance, integer, real
 from ..data import test_outliers
 from ..evaluate import errors_by_task_group
 from ..analysis.information import information_bound_all_tasks, information_bound_by_group
 from . import fig2
+from . import shared
+from .shared import CLAIM_GROUPS, TINY as FIG2_TINY, Fig2Preset, patterns
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["SeedTailPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "FAIL_LEVEL",
@@ -49,7 +51,7 @@ FAIL_LEVEL = 0.05
 class SeedTailPreset(Preset):
     """Figure 2's Mamba (``fig2``'s settings) tested at one ``alpha`` on every task group, each rule."""
 
-    fig2: fig2.Fig2Preset = instance(fig2.Fig2Preset, factory=lambda: fig2.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
     alpha: float = real(0.8, 0.0, 1.0, high_open=True)
     rules: tuple = choices(RULES, RULES)
     n_test: int = integer(4000, 1)  # prompts per (seed, rule, task group)
@@ -57,7 +59,7 @@ class SeedTailPreset(Preset):
 
 FIG2 = SeedTailPreset(name="fig2")
 #: a seconds-long smoke test (tests); not a result of the book
-TINY = SeedTailPreset(name="tiny", fig2=fig2.TINY, n_test=300)
+TINY = SeedTailPreset(name="tiny", fig2=FIG2_TINY, n_test=300)
 PRESETS = {"fig2": FIG2, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
 DEFAULT_SEEDS = tuple(range(60))
@@ -82,7 +84,7 @@ def spearman(x, y) -> dict:
     standard error ``sqrt(1.06 / (n - 3))`` (Fieller, Hartley & Pearson 1957)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     if x.shape != y.shape or x.size < 4:
-        raise ValueError(f"spearman needs two aligned samples of at least 4; got {x.shape}, {y.shape}")
+        raise ConfigError(f"x and y must be two aligned samples of at least 4 values (spearman); got shapes {x.shape}, {y.shape}")
     rho = float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
     z, half = math.atanh(max(min(rho, 1 - 1e-12), -1 + 1e-12)), 1.959963984540054 * math.sqrt(1.06 / (x.size - 3))
     return {"rho": rho, "low": math.tanh(z - half), "high": math.tanh(z + half), "n": int(x.size)}
@@ -133,7 +135,7 @@ def run(preset: SeedTailPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, prog
     seeds = resolve_seeds(seeds)
     f2 = preset.fig2
     check_choice("rules", "A", preset.rules)  # the declared test reads rule A
-    pat = fig2.patterns(f2)
+    pat = patterns(f2)
     stack, _ = fig2.trained_models(f2, pat, seeds, kinds=("mamba",), device=resolve_device(device),
                                    progress=progress)["mamba"]
     by_group = information_bound_by_group(preset.alpha, f2.test.l_ts, f2.data.M1)
@@ -144,7 +146,7 @@ def run(preset: SeedTailPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, prog
         g = errors_by_task_group(stack, pat, test, preset.n_test, seeds, f"seed-tail/{rule}")
         groups[rule] = g
         all_err[rule] = [sum(g[k][s] * by_group[k][1] for k in g) / n_tasks for s in range(len(seeds))]
-        claim = [k for k in g if k in fig2.CLAIM_GROUPS]  # equal numbers of tasks (M1 each)
+        claim = [k for k in g if k in CLAIM_GROUPS]  # equal numbers of tasks (M1 each)
         claim_err[rule] = [sum(g[k][s] for k in claim) / len(claim) for s in range(len(seeds))]
     pred, logits, proj = predictor(stack.w, pat.v, f2.test)
     fail = [e > FAIL_LEVEL for e in claim_err["A"]]
@@ -166,7 +168,7 @@ def group_sweep(res: SeedTailResult, alphas, *, n: int = 1000, rule: str = "A") 
         ``{group: [[error of seed s at alphas[i]] for s]}`` and ``"all"`` (groups weighted by their tasks).
     """
     f2 = res.spec.fig2
-    pat = fig2.patterns(f2)
+    pat = patterns(f2)
     n_by = {k: v[1] for k, v in res.bound_by_group.items()}
     out = {}
     for a in alphas:

@@ -41,18 +41,16 @@ from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, accuracy_sente
                              sentence_contrast, sentence_stats, table_json)
 from ..analysis.sst2 import claims as sst2_claims
 from ..analysis.stats import Comparison
-from ..analysis.stepsize import RecordedStep, search_seeds, step_size_search, warn_if_chosen_on
+from ..analysis.stepsize import RecordedStep, search_seeds, warn_if_chosen_on
 from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENTS, RULES, Config, ConfigError, check_choices,
                       check_instance, check_int, choice, choices, flag, instance, integer, integers, real, reals)
 from ..data.features import linear_probe
-from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, SST2Source, sst2_prompts
+from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, sst2_prompts
 from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
 from ..data.vocabulary import PLACEMENT_LABELS, PLACEMENTS_FAR_TO_CLOSE, RULE_LABELS, placement_id, rule_id
-from ..evaluate import predict, zero_one_error
-from ..seeding import STAGES, numpy_stream
-from ..train import loss_per_model
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from .sst2_train import budget as _budget, run_members as _members, trained_models as _trained
+from ..seeding import numpy_stream
+from .base import Preset, Result, internal, resolve_seeds
+from .sst2_train import trained_models as _trained, validation_curve as _validation_curve
 
 __all__ = [
     "REGIMES", "COUNTS", "LABELS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER", "HELD_OUT", "CONFIDENT",
@@ -312,47 +310,10 @@ def run_table(table: Table, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD
 def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-3, 1e-2), steps: int = 800,
                      every: int = 100, seeds=None, n_prompts: int = 2000, alpha: Optional[float] = None,
                      device=None) -> Dict[float, dict]:
-    """Step size and length of training chosen on the *validation* sentences (never the test ones).
-
-    For each length ``every, 2 every, ..., steps``, :func:`mambaicl.analysis.stepsize.step_size_search` trains
-    ``run`` with every step size of ``lrs`` on the search seeds (default: two seeds disjoint from
-    :data:`DEFAULT_SEEDS`) and scores each member by its hinge loss on fixed validation prompts built like
-    the training prompts (``alpha`` defaults to the run's ``p_a``; placement R). Returns ``{lr: {"steps",
-    "loss", "acc", "best_step", "best_loss"}}`` (loss and accuracy in % are means over the search seeds);
-    the chosen setting is the ``lr`` with the lowest ``best_loss``, trained for its ``best_step`` steps.
-    """
-    if feat.val is None:
-        raise ConfigError("validation_curve needs the validation pool: prepare_features(cfg, with_val=True)")
-    seeds = search_seeds(DEFAULT_SEEDS, 2) if seeds is None else seeds
-    a = run.p_a if alpha is None else alpha
-    val = sst2_prompts(feat.val, n_prompts, l=cfg.l, alpha=a, placement="R", rule="C",
-                       stream=numpy_stream(0, STAGES["validation"]))
-    dev = resolve_device(device)
-    out = {float(lr): {"steps": [], "loss": [], "acc": []} for lr in lrs}
-    for length in range(every, steps + 1, every):
-        acc = {}
-
-        def score(trained, acc=acc) -> list:
-            losses = []
-            for i in range(len(trained.members)):
-                g, k = trained.locate(i)
-                with torch.no_grad():
-                    F = predict(g.model.members[k], val.P.to(dev)).cpu()
-                losses.append(float(loss_per_model(run.loss, F, val.z)))
-                acc[i] = 100 * (1 - zero_one_error(F, val.z))
-            return losses
-
-        template = _members(run, feat, cfg, (0,))[0]
-        found = step_size_search(template, lrs, _budget(run, length), score, seeds=seeds, reported=DEFAULT_SEEDS,
-                                 device=dev)
-        for k, lr in enumerate(found.lrs):
-            out[lr]["steps"].append(length)
-            out[lr]["loss"].append(found.mean[k])
-            out[lr]["acc"].append(sum(acc[found.member(k, s)] for s in range(len(found.seeds))) / len(found.seeds))
-    for rec in out.values():
-        best = min(range(len(rec["loss"])), key=rec["loss"].__getitem__)
-        rec.update(best_step=rec["steps"][best], best_loss=rec["loss"][best])
-    return out
+    """Step size and length of training chosen on the *validation* sentences, on search seeds disjoint from
+    :data:`DEFAULT_SEEDS` (default: two of them): :func:`mambaicl.experiments.sst2_train.validation_curve`."""
+    return _validation_curve(run, feat, cfg, DEFAULT_SEEDS, lrs=lrs, steps=steps, every=every, seeds=seeds,
+                             n_prompts=n_prompts, alpha=alpha, device=device)
 
 
 # ---------------------------------------------------------------- the paper's claims (mambaicl.analysis.sst2)

@@ -22,16 +22,19 @@ starts at the switch.
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
+
+import torch
 
 from ..data.poisoning import SST2Source, sst2_prompts
-from ..evaluate import predict
-from ..seeding import numpy_stream
+from ..analysis.stepsize import search_seeds, step_size_search
+from ..evaluate import predict, zero_one_error
+from ..seeding import STAGES, numpy_stream
 from ..train import EarlyStopping, Member, loss_per_model, members, train
 from ..config import ConfigError, TrainConfig
 from .base import resolve_device, resolve_seeds
 
-__all__ = ["validation_prompts", "run_members", "budget", "trained_models"]
+__all__ = ["validation_prompts", "run_members", "budget", "trained_models", "validation_curve"]
 
 
 def validation_prompts(run, feat, cfg):
@@ -42,7 +45,7 @@ def validation_prompts(run, feat, cfg):
                          "prepare_features(cfg, with_val=True)")
     placement = "CQ" if run.curriculum else "R"
     return sst2_prompts(feat.val, run.n_val, l=cfg.l, alpha=run.p_a, placement=placement, rule="C",
-                        stream=numpy_stream(cfg.seed, f"sst2/validation/{run.p_a}/{placement}"))
+                        stream=numpy_stream(cfg.seed, f"sst2/{STAGES['validation']}/{run.p_a}/{placement}"))
 
 
 def run_members(run, feat, cfg, seeds, lrs=None) -> List[Member]:
@@ -54,8 +57,8 @@ def run_members(run, feat, cfg, seeds, lrs=None) -> List[Member]:
 
 
 def budget(run, steps=None) -> TrainConfig:
-    """The loop's budget for ``run`` (its ``lr`` is the members'; ``steps`` the cap)."""
-    return TrainConfig(lr=run.lr, batch_size=run.batch_size, steps=run.steps if steps is None else steps,
+    """The loop's budget for ``run`` (the step size is the members'; ``steps`` the cap)."""
+    return TrainConfig(batch_size=run.batch_size, steps=run.steps if steps is None else steps,
                        optimizer=run.optimizer, loss=run.loss)
 
 
@@ -79,3 +82,48 @@ def trained_models(run, feat, cfg, seeds=(0,), device=None, progress: bool = Fal
     records = [trained.stopping(i) for i in range(len(seeds))]
     return ([trained.member_model(i).eval() if r.best_step is not None else None for i, r in enumerate(records)],
             [{k: v for k, v in dataclasses.asdict(r).items() if k != "diverged"} for r in records])
+
+
+def validation_curve(run, feat, cfg, reported, *, lrs=(1e-3, 3e-3, 1e-2), steps: int = 800, every: int = 100,
+                     seeds=None, n_prompts: int = 2000, alpha: Optional[float] = None, device=None) -> Dict[float, dict]:
+    """Step size and length of training chosen on the *validation* sentences (never the test ones).
+
+    For each length ``every, 2 every, ..., steps``, :func:`mambaicl.analysis.stepsize.step_size_search` trains
+    ``run`` with every step size of ``lrs`` on the search seeds (default: two seeds disjoint from the ``reported``
+    ones) and scores each member by its hinge loss on fixed validation prompts built like
+    the training prompts (``alpha`` defaults to the run's ``p_a``; placement R). Returns ``{lr: {"steps",
+    "loss", "acc", "best_step", "best_loss"}}`` (loss and accuracy in % are means over the search seeds);
+    the chosen setting is the ``lr`` with the lowest ``best_loss``, trained for its ``best_step`` steps.
+    """
+    if feat.val is None:
+        raise ConfigError("validation_curve needs the validation pool: prepare_features(cfg, with_val=True)")
+    seeds = search_seeds(reported, 2) if seeds is None else seeds
+    a = run.p_a if alpha is None else alpha
+    val = sst2_prompts(feat.val, n_prompts, l=cfg.l, alpha=a, placement="R", rule="C",
+                       stream=numpy_stream(0, STAGES["validation"]))
+    dev = resolve_device(device)
+    out = {float(lr): {"steps": [], "loss": [], "acc": []} for lr in lrs}
+    for length in range(every, steps + 1, every):
+        acc = {}
+
+        def score(trained, acc=acc) -> list:
+            losses = []
+            for i in range(len(trained.members)):
+                g, k = trained.locate(i)
+                with torch.no_grad():
+                    F = predict(g.model.members[k], val.P.to(dev)).cpu()
+                losses.append(float(loss_per_model(run.loss, F, val.z)))
+                acc[i] = 100 * (1 - zero_one_error(F, val.z))
+            return losses
+
+        template = run_members(run, feat, cfg, (0,))[0]
+        found = step_size_search(template, lrs, budget(run, length), score, seeds=seeds, reported=reported,
+                                 device=dev)
+        for k, lr in enumerate(found.lrs):
+            out[lr]["steps"].append(length)
+            out[lr]["loss"].append(found.mean[k])
+            out[lr]["acc"].append(sum(acc[found.member(k, s)] for s in range(len(found.seeds))) / len(found.seeds))
+    for rec in out.values():
+        best = min(range(len(rec["loss"])), key=rec["loss"].__getitem__)
+        rec.update(best_step=rec["steps"][best], best_loss=rec["loss"][best])
+    return out

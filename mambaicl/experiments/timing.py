@@ -143,7 +143,7 @@ def mamba1_step_time(d: int, scan: str, *, d_model: int = 64, batch: int = 128, 
                        key=("timing", d, l, batch, seed))
     member = Member(seed, "mamba1", data, 1e-3, n_layers=3, options={"d_model": d_model, "scan": scan})
     ticks = []
-    train([member], TrainConfig(steps=reps + 1, batch_size=batch, lr=1e-3), progress=False, record_every=reps + 1,
+    train([member], TrainConfig(steps=reps + 1, batch_size=batch), progress=False, record_every=reps + 1,
           callback=lambda step, model: ticks.append(time.perf_counter()))
     times = sorted(b - a for a, b in zip(ticks, ticks[1:]))  # the first step warms up
     return times[len(times) // 2]

@@ -1,7 +1,7 @@
 """Model defaults and the checks every model constructor shares, read from the configurations of :mod:`mambaicl.config`.
 
 The defaults of the models are those of the configurations, declared once there: the one-layer
-models of Eq. (3) take ``delta`` from :class:`mambaicl.config.TrainConfig` (Section 2's
+models of Eq. (3) take ``delta`` from :class:`mambaicl.config.RunConfig` (Section 2's
 initialisation), the deep stacks take every default of :class:`mambaicl.config.DeepConfig`. One
 range holds for ``delta`` across every model kind: that of ``DeepConfig.delta``.
 """
@@ -11,7 +11,7 @@ import dataclasses
 
 import torch
 
-from ..config import ConfigError, DeepConfig, TrainConfig, check_int, check_real
+from ..config import ConfigError, DeepConfig, RunConfig, check_int, check_real
 
 __all__ = ["DELTA_RANGE", "ONE_LAYER_DELTA", "DEEP_DEFAULTS", "one_layer_m", "check_delta", "check_dims",
            "check_generators"]
@@ -24,7 +24,7 @@ def _field(cls, name: str) -> dataclasses.Field:
 #: ``delta`` (initial diagonal of ``W_B``, ``W_C``, or their scale in a deep stack): one range for every kind
 DELTA_RANGE: dict = dict(_field(DeepConfig, "delta").metadata["bounds"])
 #: Section 2's ``delta`` of the one-layer models
-ONE_LAYER_DELTA: float = _field(TrainConfig, "delta").default
+ONE_LAYER_DELTA: float = _field(RunConfig, "delta").default
 #: defaults of a deep stack (:func:`mambaicl.models.deep.build_deep`)
 DEEP_DEFAULTS: dict = {f.name: f.default for f in dataclasses.fields(DeepConfig) if f.name != "kind"}
 

@@ -155,7 +155,7 @@ class OneLayerMamba(_Factored):
         d: data dimension; tokens have ``d+1`` entries (features and label).
         m: state size (rows of ``W_B`` and ``W_C``).
         delta: the first ``d`` diagonal entries of ``W_B`` and ``W_C`` at initialisation
-            (default: Section 2's, ``TrainConfig.delta``).
+            (default: Section 2's, ``RunConfig.delta``).
         generator: ``torch.Generator`` for ``w ~ N(0, I/(d+1))``; the default generator if ``None``.
 
     Parameters ``W_B``, ``W_C`` ``(m, d+1)`` and ``w`` ``(d+1,)``.

@@ -30,8 +30,9 @@ import torch
 from matplotlib.patches import Patch
 
 from ..analysis.corollaries import query_terms
-from ..config import TestConfig
+from ..config import ConfigError, TestConfig
 from ..data import Patterns, test_prompts
+from ..data.vocabulary import PLACEMENTS
 from ..seeding import numpy_stream
 from .figures import gate_legend, integer_ticks
 from .style import PALETTE
@@ -41,7 +42,6 @@ __all__ = ["defaults", "draw", "static_explorer", "make_explorer", "frame_grid",
 #: The grid of the kernel-free explorer (the test setting's own values are added to it).
 GRID_ALPHAS = (0.0, 0.3, 0.6, 0.8)
 GRID_KAPPAS = (0.5, 2.0)
-PLACEMENTS = ("R", "FQ", "CQ")
 PLACEMENT_NAMES = {"R": "random (R)", "FQ": "far from the query (FQ)", "CQ": "close to the query (CQ)"}
 
 
@@ -52,7 +52,7 @@ def defaults(test: TestConfig) -> dict:
 
 def _prompt(pat, test, tasks, alpha, kappa_a_prime, placement, index, n, seed):
     if not (0 <= index < n):
-        raise ValueError(f"index must lie in [0, {n}); got {index!r}")
+        raise ConfigError(f"index must lie in [0, {n}); got {index!r}")
     cfg = dataclasses.replace(test, alpha=float(alpha), kappa_a_prime=float(kappa_a_prime), placement=placement)
     pr = test_prompts(pat, cfg, tasks, n, numpy_stream(seed, "test/explorer"))
     return pr, index
@@ -72,7 +72,7 @@ def draw(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, alpha: 
     pr, i = _prompt(pat, test, tasks, alpha, kappa_a_prime, placement, index, n, seed)
     terms = query_terms(model, pr.P[i : i + 1])
     if not (0 <= layer < len(terms)):
-        raise ValueError(f"layer must lie in [0, {len(terms)}); got {layer!r}")
+        raise ConfigError(f"layer must lie in [0, {len(terms)}); got {layer!r}")
     att, G = terms[layer]
     l = pr.outlier.shape[1]
     dist = torch.arange(l, 0, -1).numpy()  # distance from the query: l ... 1
@@ -160,7 +160,7 @@ def frame_grid(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *, a
     """
     unknown = set(placements) - set(PLACEMENTS)
     if unknown or not placements:
-        raise ValueError(f"placements must be a non-empty subset of {PLACEMENTS}; got {tuple(placements)!r}")
+        raise ConfigError(f"placements must be a non-empty subset of {PLACEMENTS}; got {tuple(placements)!r}")
     if test.placement not in placements:
         placements = (test.placement, *placements)
     grid = {"alpha": _axis(alphas, test.alpha), "kappa_a_prime": _axis(kappas, test.kappa_a_prime),

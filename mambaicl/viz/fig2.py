@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.lines import Line2D
 
+from ..checks import ConfigError
+from ..data.vocabulary import RULES
 from .figures import integer_ticks, plot_mean_band
 from .style import LABELS, PALETTE
 
@@ -36,7 +38,7 @@ def palette_key(key: str) -> str:
     try:
         return _PALETTE_KEY[key]
     except KeyError:
-        raise ValueError(f"unknown model key {key!r}; expected one of {sorted(_PALETTE_KEY)}") from None
+        raise ConfigError(f"key must be a results.json model key, one of {sorted(_PALETTE_KEY)}; got {key!r}") from None
 
 
 def _band(ax, x, mean, se, key, label, ls="-", marker="o"):
@@ -52,7 +54,7 @@ def _seed_dots(ax, x, per_seed, key: str, offset: float) -> None:
 
 
 def plot_figure2(axes, alphas, errors: dict, errors_per_seed: dict, *, claim: tuple | None = None,
-                 rules=("A", "B", "C"), bound_mamba: float, bound_lt: float = 0.5, level: float = 0.01,
+                 rules=RULES, bound_mamba: float, bound_lt: float = 0.5, level: float = 0.01,
                  n_tasks: tuple = (30, 18), legend: bool = True) -> list:
     """Paper Figure 2 with seeds: test error against ``alpha`` for each rule (one axis each), one dot per seed.
 

@@ -27,16 +27,18 @@ import torch
 
 from ..analysis.corollaries import query_terms
 from ..analysis.stats import error_mean_se, mean_se
+from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from .figures import plot_attention_sums, plot_gate_bars, plot_rank_decay
 from .style import PALETTE
 
 __all__ = ["plot_sums", "plot_gate_example", "plot_rank", "plot_group_errors", "plot_placements",
-           "typical_prompt", "mean_se_text", "layer_table", "GROUP_ORDER", "PLACEMENT_LABELS"]
+           "typical_prompt", "mean_se_text", "layer_table", "GROUP_ORDER", "PLACEMENT_TICKS"]
 
 #: task groups in the order the figures show them (training tasks first, then farther from them)
 GROUP_ORDER = ("training", "reversed", "distance 2", "distance 3")
-#: the paper's names of the outlier placements (§4.2)
-PLACEMENT_LABELS = {"FQ": "FQ (far from query)", "R": "R (random)", "CQ": "CQ (close to query)"}
+#: tick labels of the outlier placements (§4.2: the letters of :mod:`mambaicl.data.vocabulary`; placement R is
+#: "random position", distinct from rule C's random labels)
+PLACEMENT_TICKS = {"FQ": "FQ (far from query)", "R": "R (random position)", "CQ": "CQ (close to query)"}
 
 
 def mean_se_text(values: Sequence[float], digits: int = 3, n_prompts: int | None = None, seeds: bool = True,
@@ -121,7 +123,7 @@ def plot_placements(ax, results: dict, keys: dict | None = None) -> None:
     """Test error with the outliers far from (FQ), random (R) and close to (CQ) the query, mean +- 1 SE."""
     labels = list(results)
     width = 0.8 / len(labels)
-    order = ("FQ", "R", "CQ")
+    order = PLACEMENTS_FAR_TO_CLOSE
     x = np.arange(len(order))
     for k, label in enumerate(labels):
         res = results[label]
@@ -129,7 +131,7 @@ def plot_placements(ax, results: dict, keys: dict | None = None) -> None:
         stats = [error_mean_se(res.placement[p]["error"], n) for p in order]
         ax.bar(x + (k - (len(labels) - 1) / 2) * width, [m for m, _ in stats], width,
                yerr=[se for _, se in stats], capsize=3, label=label, **_bar_style(keys, label))
-    ax.set_xticks(x, [PLACEMENT_LABELS[p] for p in order])
+    ax.set_xticks(x, [PLACEMENT_TICKS[p] for p in order])
     ax.set_xlabel("placement of the outlier examples")
     ax.set_ylabel("test error")
     ax.legend(fontsize=8)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import matplotlib as mpl
 
+from ..checks import ConfigError
+
 __all__ = ["PALETTE", "LABELS", "use_style", "color"]
 
 PALETTE = {
@@ -38,9 +40,9 @@ LABELS = {
 
 
 def color(key: str) -> str:
-    """The palette colour of ``key`` (a model kind or an example kind); a ``ValueError`` names the keys."""
+    """The palette colour of ``key`` (a model kind or an example kind); a :class:`~mambaicl.config.ConfigError` names the keys."""
     if key not in PALETTE:
-        raise ValueError(f"no colour for {key!r}; the palette has {sorted(PALETTE)}")
+        raise ConfigError(f"key must be one of the palette's keys {sorted(PALETTE)}; got {key!r} (no colour)")
     return PALETTE[key]
 
 
