@@ -191,7 +191,7 @@ def test_gates_warns_when_its_reported_seeds_chose_its_recorded_step_sizes():
     pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=2) for f, t in gates.TINY.train.items()},
                               n_test=20, n_gate=8)
     assert pre.train["retnet"].lr == gates.SEARCHED_LR["retnet"].lr  # TINY keeps the recorded step size
-    with pytest.warns(UserWarning, match=r"^gates.run: seeds \[3\] are reported and also chose"):
+    with pytest.warns(UserWarning, match=r"^gates.run: seeds \[20\] are reported and also chose"):
         gates.run(pre, seeds=(0, 20), progress=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
