@@ -14,9 +14,10 @@ sensitive to other processes at one thread (at two threads it sums both threads'
 latency).
 
 Prints the time per step of every run and, per round, the ratio ``t(8 seeds) / t(1 seed)``, then the part of a
-step spent drawing the prompts (one Mersenne Twister stream per seed: a cost that grows with the seeds), first at
+step spent drawing the prompts (one NumPy SFC64 stream per seed: a cost that grows with the seeds), first at
 ``--also-threads`` threads (a line ``at 2 threads: 8 seeds cost N.NNx one seed``), then at ``--threads``; the last
-line is ``8 seeds cost N.NNx one seed`` with the median ratio over rounds at ``--threads`` (default one).
+lines are ``20 seeds cost N.NNx one seed`` and, last, ``8 seeds cost N.NNx one seed``: the median ratios over
+rounds at ``--threads`` (default one).
 """
 from __future__ import annotations
 
@@ -57,21 +58,22 @@ def sampling_time(n_seeds: int, steps: int, dtype: torch.dtype, clock=time.perf_
     return (clock() - start) / steps
 
 
-def ratio(steps: int, rounds: int, dtype: torch.dtype, threads: int, label: str = "", clock=time.perf_counter) -> float:
-    """The median over interleaved rounds of ``t(8 seeds) / t(1 seed)`` at ``threads`` torch threads."""
+def ratio(steps: int, rounds: int, dtype: torch.dtype, threads: int, label: str = "", clock=time.perf_counter,
+          many: int = 8) -> float:
+    """The median over interleaved rounds of ``t(many seeds) / t(1 seed)`` at ``threads`` torch threads."""
     torch.set_num_threads(threads)
     step_time(1, 20, dtype)  # warm-up (allocator, dispatch caches)
-    step_time(8, 20, dtype)
+    step_time(many, 20, dtype)
     ratios = []
     for r in range(rounds):
-        order = (1, 8) if r % 2 == 0 else (8, 1)
+        order = (1, many) if r % 2 == 0 else (many, 1)
         t = {n: step_time(n, steps, dtype, clock) for n in order}
-        ratios.append(t[8] / t[1])
-        print(f"{label}round {r + 1}: 1 seed {1e3 * t[1]:.2f} ms/step, 8 seeds {1e3 * t[8]:.2f} ms/step "
+        ratios.append(t[many] / t[1])
+        print(f"{label}round {r + 1}: 1 seed {1e3 * t[1]:.2f} ms/step, {many} seeds {1e3 * t[many]:.2f} ms/step "
               f"(ran {order[0]} first): ratio {ratios[-1]:.2f}")
-    draw = {n: sampling_time(n, steps, dtype, clock) for n in (1, 8)}
-    print(f"{label}of which drawing the prompts: 1 seed {1e3 * draw[1]:.2f} ms/step, 8 seeds {1e3 * draw[8]:.2f} "
-          f"ms/step (each seed draws from its own stream, so this part grows with the seeds)")
+    draw = {n: sampling_time(n, steps, dtype, clock) for n in (1, many)}
+    print(f"{label}of which drawing the prompts: 1 seed {1e3 * draw[1]:.2f} ms/step, {many} seeds "
+          f"{1e3 * draw[many]:.2f} ms/step (each seed draws from its own stream, so this part grows with the seeds)")
     return statistics.median(ratios)
 
 
@@ -91,6 +93,8 @@ def main() -> None:
     if args.also_threads and args.also_threads != args.threads:
         r = ratio(args.steps, args.rounds, dtype, args.also_threads, f"[{args.also_threads} threads] ", clock)
         print(f"at {args.also_threads} threads: 8 seeds cost {r:.2f}x one seed")
+    r20 = ratio(args.steps, args.rounds, dtype, args.threads, f"[{args.threads} thread(s), 20 seeds] ", clock, many=20)
+    print(f"20 seeds cost {r20:.2f}x one seed ({r20 / 20:.3f}x one seed per seed)")
     r = ratio(args.steps, args.rounds, dtype, args.threads, f"[{args.threads} thread(s)] ", clock)
     print(f"8 seeds cost {r:.2f}x one seed")
 

@@ -324,7 +324,7 @@ _ROWS = [
           "FIG3 and FIG3_NONE presets (step size searched, trained to a validation plateau)", _T_PARTS,
           all_of("in every layer, more seeds suppress outliers without normalisation than with it (a correlation: read "
                  "only where row deep-icl finds the no-normalisation stack learning in context; the causal run, "
-                 "RMSNorm after the first layer only, norm='after_first', is not done)",
+                 "RMSNorm after the first layer only, norm='after_first', is row rmsnorm-causal)",
                  above(0, "layer 1: more seeds suppress without normalisation"),
                  above(0, "layer 2: more seeds suppress without normalisation"),
                  above(0, "layer 3: more seeds suppress without normalisation")), beyond=True),

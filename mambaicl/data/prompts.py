@@ -217,6 +217,12 @@ def _categorical(u: torch.Tensor, n: int) -> torch.Tensor:
     return (u * n).long().clamp_(max=n - 1)
 
 
+def _signs(flag: torch.Tensor, dtype) -> torch.Tensor:
+    """``-1`` where ``flag`` holds, else ``+1``, in ``dtype`` (one pass; the values of ``1 - 2 flag``)."""
+    one = torch.ones((), dtype=dtype, device=flag.device)
+    return torch.where(flag, -one, one)
+
+
 def _clean_part(u: torch.Tensor, tasks: torch.Tensor, M2: int, l: int, K: float, dtype):
     """The clean part ``mu_j + kappa nu_k`` of Eq. (4)/(5) for ``l`` examples and the query."""
     L = l + 1
@@ -224,10 +230,16 @@ def _clean_part(u: torch.Tensor, tasks: torch.Tensor, M2: int, l: int, K: float,
     second = u[..., 1 : 1 + L] < 0.5  # (..., L): mu_b instead of mu_a
     ab = tasks[task]  # (..., 2)
     relevant = torch.where(second, ab[..., 1:2], ab[..., 0:1])  # (..., L)
-    labels = (1.0 - 2.0 * second.to(torch.float64)).to(dtype)  # (..., L): f(x)
+    labels = _signs(second, dtype)  # (..., L): f(x)
     irrelevant = _categorical(u[..., 1 + L : 1 + 2 * L], M2)  # (..., L)
-    kappa = ((2 * u[..., 1 + 2 * L : 1 + 3 * L] - 1) * K).to(dtype)  # U(-K, K)
+    kappa = u[..., 1 + 2 * L : 1 + 3 * L].mul(2).sub_(1).mul_(K).to(dtype)  # (2u - 1) K ~ U(-K, K)
     return task, relevant, labels, irrelevant, kappa
+
+
+def _scale(outlier: torch.Tensor, value: float, dtype) -> torch.Tensor:
+    """``value`` on outlier examples, ``0`` elsewhere, in ``dtype`` (one pass; the values of ``outlier * value``)."""
+    return torch.where(outlier, torch.tensor(float(value), dtype=dtype, device=outlier.device),
+                       torch.zeros((), dtype=dtype, device=outlier.device))
 
 
 def _outlier_uniforms(u: torch.Tensor, l: int):
@@ -251,13 +263,13 @@ def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch:
     task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, cfg.K, dtype)
     u_out, u_s, u_coin = _outlier_uniforms(u, l)
     outlier = u_out < cfg.p_a  # (..., l)
-    coin = (1.0 - 2.0 * (u_coin < 0.5).to(torch.float64)).to(dtype)  # random labels on outlier examples
+    coin = _signs(u_coin < 0.5, dtype)  # random labels on outlier examples
     y = labels.clone()
     y[..., :l] = torch.where(outlier, coin, labels[..., :l])
     y[..., l] = 0
     return Prompts(relevant=relevant, irrelevant=irrelevant, kappa=kappa, outlier=outlier,
                    outlier_index=_categorical(u_s, pat.v.shape[0]),
-                   outlier_scale=outlier.to(dtype) * cfg.kappa_a, y=y, z=labels[..., l].clone(), task=task,
+                   outlier_scale=_scale(outlier, cfg.kappa_a, dtype), y=y, z=labels[..., l].clone(), task=task,
                    mu=pat.mu, nu=pat.nu, outliers=pat.v)
 
 
@@ -314,7 +326,7 @@ def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: in
     y[..., l] = 0
     return Prompts(relevant=relevant, irrelevant=irrelevant, kappa=kappa, outlier=outlier,
                    outlier_index=_categorical(u_s, v_test.shape[0]),
-                   outlier_scale=outlier.to(dtype) * test.kappa_a_prime, y=y, z=labels[..., l].clone(), task=task,
+                   outlier_scale=_scale(outlier, test.kappa_a_prime, dtype), y=y, z=labels[..., l].clone(), task=task,
                    mu=pat.mu, nu=pat.nu, outliers=v_test)
 
 
