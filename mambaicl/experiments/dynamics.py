@@ -40,6 +40,9 @@ seed ``s`` would (all settings of one seed see the same uniforms: common random 
 make the per-seed log-log slopes precise); :func:`mambaicl.train.train` does the batching, the draw-replay
 and each slot's step size. ``beta``, ``M1`` and ``l_tr`` change the patterns
 or the shapes: one stack per value.
+
+The preset class, :class:`Setting`, :func:`sweep_settings` and the named presets live in
+:mod:`mambaicl.experiments.shared` (``dynamics_checks`` reads them too) and are re-exported here.
 """
 from __future__ import annotations
 
