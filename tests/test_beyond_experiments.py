@@ -161,14 +161,15 @@ def test_gate_search_seeds_are_disjoint_from_the_reported_ones():
         step_size_search(lrs=(0.01,), **gates.search_setup(pre, "retnet", seeds=(2, 3), n_val=50))
 
 
-def test_as_gla_holds_the_trained_eq3_model_and_reads_its_gates():
+def test_the_mamba_family_is_the_trained_eq3_stack_and_reads_its_gates():
+    from mambaicl.models import OneLayerStack
     from mambaicl.models.gla import GateConfig, build_gla
 
     pre = dataclasses.replace(gates.TINY, train={f: dataclasses.replace(t, steps=8) for f, t in gates.TINY.train.items()})
     pat = gates.patterns(pre)
-    stack = gates.as_gla(train(gates.family_members(pre, "mamba", pat, (0, 1)), pre.train["mamba"],
-                               progress=False).models[0], GateConfig(family="mamba"))
+    stack = train(gates.family_members(pre, "mamba", pat, (0, 1)), pre.train["mamba"], progress=False).models[0]
     ref = build_gla(GateConfig(family="mamba"), 30, m=31, generators=torch_generators((0, 1), "init"))
+    assert type(stack) is type(ref) is OneLayerStack and stack.family == ref.family == "mamba"
     algorithm_1(ref, pat, pre.data, training_tasks(6), numpy_streams((0, 1), "train"), steps=8, batch_size=64,
                 lr=pre.train["mamba"].lr)
     for name, p in ref.named_parameters():

@@ -40,7 +40,7 @@ def _softplus(x):
 
 def _gate_loop(st, P):
     """G[s, b, i] (channel-mean for GLA) from the App. 12 definitions, with Python loops over i and j > i."""
-    fam, cfg = st.family, st.gate_config
+    fam, cfg = st.family, getattr(st, "gate_config", None)  # Eq. (3)'s families are OneLayerStacks: no settings
     Pn = P.numpy()
     out = np.zeros(P.shape[:3] + ((st.m,) if fam in ("gla", "gla_app12") else ()))
     for s in range(P.shape[0]):
@@ -130,15 +130,16 @@ def test_output_is_the_literal_recurrence_read_at_the_query(family):
 
 
 def test_a_gate_family_is_a_one_layer_stack_with_another_gate():
-    """GLAStack is OneLayerStack's class family: its mamba family computes Eq. (3) through the same code."""
-    st = _stack("mamba")
-    assert isinstance(st, OneLayerStack) and type(st).forward is not OneLayerStack.forward
-    P = _prompts(3)
-    ref = OneLayerStack("mamba", D - 1, 6, 0.2, torch_generators(range(S), "init"), dtype=torch.float64)
-    with torch.no_grad():
+    """One class family: Eq. (3)'s families are OneLayerStacks (kinds mamba and linear, the same initial values as
+    built directly); the others are GLAStacks, OneLayerStacks with another gate."""
+    for family, kind in (("mamba", "mamba"), ("none", "linear")):
+        st = build_gla(family, D - 1, m=6, generators=torch_generators(range(S), "init"))
+        ref = OneLayerStack(kind, D - 1, 6, 0.2, torch_generators(range(S), "init"), dtype=torch.float64)
+        assert type(st) is OneLayerStack and st.kind == kind and st.family == family
         for name, p in ref.named_parameters():
-            p.copy_(getattr(st, name))
-        assert torch.equal(st(P), ref(P)) and torch.equal(st.gate(P), ref.gate(P))
+            assert torch.equal(getattr(st, name), p), name
+    st = _stack("retnet")
+    assert isinstance(st, GLAStack) and isinstance(st, OneLayerStack) and st.family == st.kind == "retnet"
 
 
 @pytest.mark.parametrize("family", GATE_FAMILIES)
@@ -196,7 +197,9 @@ def test_bad_gate_settings_raise_naming_the_field():
     with pytest.raises(ConfigError, match="^family must be one of"):
         build_gla("hyena", 4, generators=torch_generators([0], "init"))
     with pytest.raises(ConfigError, match="^generators must hold one torch.Generator"):
-        GLAStack("mamba", 4, 5, 0.2, [])
+        GLAStack("retnet", 4, 5, 0.2, [])
+    with pytest.raises(ConfigError, match=r"^family 'mamba' is a one-layer kind of Eq. \(3\): build OneLayerStack\('mamba'"):
+        GLAStack("mamba", 4, 5, 0.2, torch_generators([0], "init"))
     with pytest.raises(ConfigError, match="^gamma must be a real number"):
         gates.retnet_gate((2, 3), -0.1)
     with pytest.raises(ConfigError, match="^tau must be a real number"):

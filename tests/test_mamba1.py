@@ -160,5 +160,5 @@ def test_fast_scan_checks_dtype_and_device():
     x, delta, A, B, C, D = s6_inputs(L=4)
     with pytest.raises(ConfigError, match="^selective_scan_s6: delta is torch.float32"):
         selective_scan_s6(x, delta.float(), A, B, C, D)
-    with pytest.raises(ConfigError, match="^selective_scan_s6: B is"):
+    with pytest.raises(ConfigError, match=r"^selective_scan_s6: B is torch.float32 on cpu but x is torch.float64 on cpu; every input must share"):
         selective_scan_s6(x, delta, A, B.float(), C, D)

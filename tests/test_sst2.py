@@ -42,7 +42,7 @@ def test_missing_directory(tmp_path):
 def test_missing_file(tmp_path):
     folder = write_glue(tmp_path / "glue")
     (folder / "dev.tsv").unlink()
-    with pytest.raises(FileNotFoundError, match="dev.tsv"):
+    with pytest.raises(FileNotFoundError, match=r"^SST-2 file not found: .*dev\.tsv\. Provide SST-2"):
         load_sst2(folder)
 
 
@@ -163,7 +163,7 @@ def test_prompt_arguments_validated():
         sst2_prompts(toy_pool(), 2, placement="middle", stream=g)
     with pytest.raises(ConfigError, match="^rule must be one of"):
         sst2_prompts(toy_pool(), 2, rule="targeted label", stream=g)
-    with pytest.raises(ConfigError, match="^alpha must be"):
+    with pytest.raises(ConfigError, match=r"^alpha must be a real number in \[0.0, 1.0\]; got 1.5"):
         sst2_prompts(toy_pool(), 2, alpha=1.5, stream=g)
     with pytest.raises(ConfigError, match=r"^the pool has no sentence of sentiment -1; prompts need both classes"):
         EmbeddedPool(x=torch.zeros(3, 2), x_bond=torch.zeros(3, 2), s=torch.ones(3))

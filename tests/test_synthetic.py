@@ -135,7 +135,7 @@ def test_zero_one_error_counts_ties_and_non_finite_outputs():
     z = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0, -1.0])
     assert zero_one_error(F, z) == pytest.approx(4 / 6)  # -1 wrong, NaN wrong, tie wrong, inf wrong
     assert zero_one_error(torch.zeros(5), torch.ones(5)) == 1.0  # an all-zero model is always wrong
-    with pytest.raises(ValueError, match="same non-empty shape"):
+    with pytest.raises(ValueError, match=r"^F and z must have the same non-empty shape; got \(3,\) and \(2,\)"):
         zero_one_error(torch.zeros(3), torch.ones(2))
 
 

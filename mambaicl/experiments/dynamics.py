@@ -40,6 +40,9 @@ seed ``s`` would (all settings of one seed see the same uniforms: common random 
 make the per-seed log-log slopes precise); :func:`mambaicl.train.train` does the batching, the draw-replay
 and each slot's step size. ``beta``, ``M1`` and ``l_tr`` change the patterns
 or the shapes: one stack per value.
+
+The preset class, :class:`Setting`, :func:`sweep_settings` and the named presets live in
+:mod:`mambaicl.experiments.shared` (``dynamics_checks`` reads them too) and are re-exported here.
 """
 from __future__ import annotations
 
@@ -67,7 +70,7 @@ from .shared import (DYNAMICS, DYNAMICS_KINDS, DYNAMICS_SEEDS, DYNAMICS_TINY, Dy
 __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",
            "factor_value", "theorem_conditions", "initial_margin", "log_corrected", "LEMMA_PREDICTED", "SlotRun",
-           "trained_settings", "DynamicsResult", "run"]
+           "trained_settings", "sweep_summary", "DynamicsResult", "run"]
 
 DEFAULT_SEEDS = DYNAMICS_SEEDS
 KINDS = DYNAMICS_KINDS
@@ -161,7 +164,7 @@ def _by_setting(runs: list) -> dict:
     return out
 
 
-def _sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict, sweeps=None) -> tuple:
+def sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predicted: dict, sweeps=None) -> tuple:
     """Counts per setting and seed, their exponents (hinge-loss count) and the 0-1-error counts' exponents
     (over ``sweeps``, ``factor -> [Setting]``; default :func:`sweep_settings`)."""
     counts, exps, exps_err = {}, {}, {}
@@ -286,7 +289,7 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
             print(f"dynamics: training the {kind} sweeps ({len(_unique(kind, preset))} settings x {S} seeds)",
                   flush=True)
         runs[kind] = _train_all(_unique(kind, preset), seeds, preset, device)
-        counts[kind], exps[kind], exps_err[kind] = _sweep_summary(kind, preset, runs[kind], S, PREDICTED[kind])
+        counts[kind], exps[kind], exps_err[kind] = sweep_summary(kind, preset, runs[kind], S, PREDICTED[kind])
         eps[kind] = _epsilon_summary(kind, preset, runs[kind], PREDICTED[kind])
         b = Setting(kind, preset.data, preset.lr[kind])
         curves[kind] = runs[kind][b]
@@ -299,7 +302,7 @@ def run(preset: DynamicsPreset = None, *, seeds=DEFAULT_SEEDS, device=None, prog
             print(f"dynamics: the linear Transformer's sweeps at delta = {preset.check_delta}", flush=True)
         pre = dataclasses.replace(preset, delta=preset.check_delta)
         c_runs = _train_all(_unique("linear", pre), seeds, pre, device)
-        c_counts, c_exps, _ = _sweep_summary("linear", pre, c_runs, S, PREDICTED["linear"])
+        c_counts, c_exps, _ = sweep_summary("linear", pre, c_runs, S, PREDICTED["linear"])
         small = {"delta": preset.check_delta, "exponents": c_exps,
                  "initial_margin": initial_margin(Setting("linear", preset.data, preset.lr["linear"]),
                                                   preset.check_delta),

@@ -40,7 +40,7 @@ from ..analysis.theory import EARLY_FACTORS  # Lemma 4's factors over the whole 
 from ..analysis.theory import LEMMA_PREDICTED, THEOREM_PREDICTED as PREDICTED
 from ..config import ConfigError, instance, integer, real, to_dict
 from .base import Preset, Result, internal, resolve_seeds
-from .dynamics import _sweep_summary, factor_value, trained_settings
+from .dynamics import factor_value, sweep_summary, trained_settings
 from .shared import (DYNAMICS, DYNAMICS_KINDS as KINDS, DYNAMICS_SEEDS as DEFAULT_SEEDS, DYNAMICS_TINY as DYN_TINY,
                      DynamicsPreset, Setting)
 
@@ -191,7 +191,7 @@ def run(preset: ChecksPreset = None, *, seeds=DEFAULT_SEEDS, device=None, progre
             curves.update({st: (r.steps, {k: v[:, i * S:(i + 1) * S] for k, v in r.curves.items()})
                            for i, st in enumerate(r.settings)})
         sweep = {"beta": pts}
-        counts, exps, _ = _sweep_summary(kind, dyn, curves, S, PREDICTED[kind], sweeps=sweep)
+        counts, exps, _ = sweep_summary(kind, dyn, curves, S, PREDICTED[kind], sweeps=sweep)
         scaled[kind] = {**counts["beta"], "outlier_norm": [st.data.outlier_norm for st in pts], "exponent": exps["beta"]}
     return ChecksResult(preset=preset.name, seeds=list(seeds), config=to_dict(preset), early=early, eq13=eq13,
                         scaled=scaled, curves=curves, spec=preset)

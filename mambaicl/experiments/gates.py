@@ -37,13 +37,13 @@ from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError,
                       synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..models.gla import GATE_FAMILIES, GATE_SETTINGS, GateConfig, GLAStack
+from ..models.gla import GATE_FAMILIES, GATE_SETTINGS, GateConfig, kind_of_family
 from ..seeding import numpy_streams, torch_generator
 from ..train import Member, SyntheticData, train
 from .base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
-           "DEFAULT_SEEDS", "GatesResult", "family_members", "as_gla", "gate_statistics", "run",
+           "DEFAULT_SEEDS", "GatesResult", "family_members", "gate_statistics", "run",
            "ETA_GRID", "search_setup"]
 
 
@@ -124,31 +124,14 @@ def patterns(preset: GatesPreset) -> Patterns:
     return make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
 
 
-def _kind(family: str) -> str:
-    """The engine's model kind of a family: Mamba's gate is Eq. (3)'s (``"mamba"``), no gate is ``"linear"``."""
-    return {"mamba": "mamba", "none": "linear"}.get(family, family)
-
-
 def family_members(preset: GatesPreset, family: str, pat: Patterns, seeds) -> list:
     """One :class:`mambaicl.train.Member` of ``family`` per seed on Definition 1 prompts, with the family's
     step size, ``m``, ``delta`` and gate settings (``tau``, ``gamma``, ``a``)."""
     tr, g = preset.train[family], preset.gate(family)
     options = {key: getattr(g, key) for key, families in GATE_SETTINGS.items() if family in families}
     data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
-    return [Member(s, _kind(family), data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype, options=options)
+    return [Member(s, kind_of_family(family), data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype, options=options)
             for s in resolve_seeds(seeds)]
-
-
-def as_gla(stack, gate: GateConfig) -> GLAStack:
-    """``stack`` as a :class:`GLAStack` of ``gate``'s family (whose gates :func:`gate_statistics` reads): itself,
-    or for ``"mamba"`` / ``"none"`` the :class:`GLAStack` holding the trained Eq. (3) parameters (the same model)."""
-    if isinstance(stack, GLAStack):
-        return stack
-    gla = GLAStack(gate, stack.d, stack.m, stack.delta, [torch.Generator()] * stack.n_seeds, dtype=stack.W_B.dtype)
-    with torch.no_grad():
-        for name, p in gla.named_parameters():
-            p.copy_(getattr(stack, name))
-    return gla.to(stack.W_B.device)
 
 
 @torch.no_grad()
@@ -223,7 +206,7 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
                     preset.train[preset.families[0]], device=resolve_device(device), progress=progress)
     for j, fam in enumerate(preset.families):
         group = trained.locate(j * S)[0]  # members j S .. j S + S - 1, in slots 0 .. S - 1
-        stack, hist = as_gla(group.model, preset.gate(fam)), group.history
+        stack, hist = group.model, group.history  # Eq. (3)'s families are OneLayerStacks, the others GLAStacks
         rows = []  # [alpha][seed]
         for pr in tests:  # the same prompts for every family (paired)
             F = predict(stack, pr)  # (S, n)

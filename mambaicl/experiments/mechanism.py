@@ -25,6 +25,9 @@ Glossary (code name -> paper symbol):
 Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")`` and is measured
 on ``(s, "test/mechanism")`` (and ``"test/sums"``, ``"test/groups"``, ``"test/placement"``); the patterns are Figure 2's (shared by all seeds, see
 :mod:`mambaicl.experiments.fig2`, from ``(0, "patterns")``).
+
+The preset class and the named presets live in :mod:`mambaicl.experiments.shared` (``rmsnorm_causal`` and
+``deep_gate_training`` read them too) and are re-exported here under their usual names.
 """
 from __future__ import annotations
 

@@ -31,6 +31,8 @@ Streams: seed ``s`` initialises from ``(s, "init")`` and trains on ``(s, "train"
 Figure 2's streams) or ``(s, "train/linreg")``; test prompts ``(s, "test/app14/<alpha>")`` and
 ``(s, "test/linreg/<l>/<alpha>")``, the same for every model (paired). The training length schedule
 (one length per step, shared by all seeds and models) comes from ``(schedule_seed, "lengths")``.
+
+``App14Spec`` lives in :mod:`mambaicl.experiments.shared` (``app14_gates`` reads it too) and is re-exported here.
 """
 from __future__ import annotations
 

@@ -34,10 +34,11 @@ gate swapped), trained from Section 2's initialisation (``W_B = W_C = delta I``,
 
 Only ``mamba``, ``mamba2`` and ``gla_app12`` give a token a weight that depends on the token
 itself (:data:`OWN_TOKEN_GATE`); in the decay-only families a token's weight is set by the tokens
-*after* it. :class:`GLAStack` is a :class:`mambaicl.models.one_layer.OneLayerStack` (same
-parameters, same initial values, same attention and logits) with the gate swapped; its ``mamba``
-family *is* Eq. (3) and ``none`` the linear Transformer. The gates are those of
-:mod:`mambaicl.models.gates`.
+*after* it. One class family holds them all: the ``mamba`` family *is* Eq. (3) and ``none`` the
+linear Transformer, i.e. :class:`mambaicl.models.one_layer.OneLayerStack` of kind ``"mamba"`` and ``"linear"``
+(:func:`kind_of_family`; :func:`build_gla` builds those for them); every other family is a :class:`GLAStack`, a
+:class:`~mambaicl.models.one_layer.OneLayerStack` (same parameters, same initial values, same attention and
+logits) with the gate swapped. The gates are those of :mod:`mambaicl.models.gates`.
 """
 from __future__ import annotations
 
@@ -46,14 +47,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..config import Config, ConfigError, check_int, choice, real
-from .gated_attention import gate_from_logits
+from ..config import Config, ConfigError, check_choice, check_int, choice, real
 from .gates import gated_retention_gate, gla_gate, mamba2_gate, retnet_gate
 from .defaults import check_generators, one_layer_m
 from .one_layer import OneLayerStack
 
 __all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GATE_SETTINGS", "GateConfig", "GLAStack",
-           "build_gla"]
+           "build_gla", "kind_of_family"]
 
 GATE_FAMILIES = ("mamba", "mamba2", "mamba2_app12", "gated_retention", "retnet", "gla", "gla_app12", "none")
 #: families whose weight of token i depends on token i itself
@@ -64,6 +64,14 @@ INPUT_DEPENDENT = ("mamba", "mamba2", "mamba2_app12", "gated_retention", "gla", 
 GATE_SETTINGS = {"tau": ("gated_retention", "gla", "gla_app12"), "gamma": ("retnet",), "a": ("mamba2", "mamba2_app12")}
 _SCALAR_W = ("mamba", "mamba2", "mamba2_app12", "gated_retention")
 _CHANNEL = ("gla", "gla_app12")
+#: the families that are one-layer kinds of Eq. (3) (:data:`mambaicl.models.one_layer.GATE_FAMILY`, inverted)
+_EQ3_KIND = {"mamba": "mamba", "none": "linear"}
+
+
+def kind_of_family(family: str) -> str:
+    """The model kind (:func:`mambaicl.models.build_model`) of a gate family: ``"mamba"`` for Eq. (3)'s gate,
+    ``"linear"`` for none, else the family itself (a :class:`GLAStack`)."""
+    return _EQ3_KIND.get(check_choice("family", family, GATE_FAMILIES), family)
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,9 @@ class GateConfig(Config):
 
 
 class GLAStack(OneLayerStack):
-    """``S`` one-layer gated-linear-attention models of one gate family, parameters stacked on a seed axis.
+    """``S`` one-layer gated-linear-attention models of one gate family other than Eq. (3)'s (``mamba``) and none
+    (``none``), which are :class:`OneLayerStack` kinds ``"mamba"`` and ``"linear"``; parameters stacked on a seed
+    axis.
 
     Args:
         gate: a :class:`GateConfig` (or a family name).
@@ -97,12 +107,14 @@ class GLAStack(OneLayerStack):
 
     def __init__(self, gate, d: int, m: int, delta: float | None, generators, dtype: torch.dtype | None = None) -> None:
         gate = gate if isinstance(gate, GateConfig) else GateConfig(family=gate)
+        if gate.family in _EQ3_KIND:
+            raise ConfigError(f"family {gate.family!r} is a one-layer kind of Eq. (3): build "
+                              f"OneLayerStack({_EQ3_KIND[gate.family]!r}, ...) (build_gla does), not a GLAStack")
         generators = check_generators(generators)
         # the families with a gate vector w draw it as OneLayerMamba does; the others draw nothing here
         super().__init__("mamba" if gate.family in _SCALAR_W else "linear", d, m, delta, generators,
                          dtype=dtype or torch.float64)
-        self.gate_config, self.family = gate, gate.family
-        self.kind, self.gated = self.family, self.family != "none"
+        self.gate_config, self.kind, self.gated = gate, gate.family, True
         dtype, S = self.W_B.dtype, self.n_seeds
         if self.family in ("mamba2", "mamba2_app12"):
             self.a = nn.Parameter(torch.full((S,), self.gate_config.a, dtype=dtype))  # (S,)
@@ -135,13 +147,9 @@ class GLAStack(OneLayerStack):
         ``(S, batch, l+1, m)`` with ``channels=True``."""
         ref = self._ref(P)
         cfg, fam = self.gate_config, self.family
-        if fam == "none":
-            return torch.ones_like(ref)
         if fam == "retnet":
             return retnet_gate(tuple(ref.shape), cfg.gamma, dtype=ref.dtype, device=ref.device)
         x = self.logits(P)
-        if fam == "mamba":
-            return gate_from_logits(x)
         if fam in ("mamba2", "mamba2_app12"):
             return mamba2_gate(x, self.a.to(ref.dtype)[:, None, None], input_step=fam == "mamba2")
         if fam == "gated_retention":
@@ -151,8 +159,6 @@ class GLAStack(OneLayerStack):
 
     def forward(self, P) -> torch.Tensor:
         """``F`` of every seed on its own prompts, ``(S, batch)``."""
-        if self.family in ("mamba", "none"):  # Eq. (3) and its G = 1 case
-            return super().forward(P)
         ref = self._ref(P)
         y = P[..., -1] if isinstance(P, torch.Tensor) else P.y  # (S, batch, L)
         if self.family in _CHANNEL:
@@ -165,10 +171,11 @@ class GLAStack(OneLayerStack):
 
 
 def build_gla(family, d: int, *, generators, m: int | None = None, delta: float | None = None, dtype=None,
-              device=None, **gate_kw) -> GLAStack:
-    """A :class:`GLAStack` of ``len(generators)`` seeds: ``family`` a name of :data:`GATE_FAMILIES` (with
+              device=None, **gate_kw) -> OneLayerStack:
+    """A stack of ``len(generators)`` seeds of one gate family: ``family`` a name of :data:`GATE_FAMILIES` (with
     ``tau``, ``gamma``, ``a`` in ``gate_kw``, each only for the families of :data:`GATE_SETTINGS` it applies to)
-    or a :class:`GateConfig`; ``m`` defaults to ``d + 1``."""
+    or a :class:`GateConfig`; ``m`` defaults to ``d + 1``. Families ``mamba`` and ``none`` give the
+    :class:`OneLayerStack` of kind ``"mamba"`` and ``"linear"`` (Eq. (3)), the others a :class:`GLAStack`."""
     if isinstance(family, GateConfig):
         if gate_kw:
             raise ConfigError(f"pass gate settings {sorted(gate_kw)} inside the GateConfig, not as keywords")
@@ -181,5 +188,9 @@ def build_gla(family, d: int, *, generators, m: int | None = None, delta: float 
             if family not in GATE_SETTINGS[key]:
                 raise ConfigError(f"{key} does not apply to kind {family!r}; it applies to {GATE_SETTINGS[key]}")
         gate = GateConfig(family=family, **gate_kw)
-    stack = GLAStack(gate, d, one_layer_m(d, m), delta, generators, dtype=dtype)
+    if gate.family in _EQ3_KIND:
+        stack = OneLayerStack(_EQ3_KIND[gate.family], d, one_layer_m(d, m), delta, generators,
+                              dtype=dtype or torch.float64)
+    else:
+        stack = GLAStack(gate, d, one_layer_m(d, m), delta, generators, dtype=dtype)
     return stack.to(device if device is not None else "cpu")

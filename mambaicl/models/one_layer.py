@@ -31,7 +31,11 @@ from .gated_attention import bilinear_scores, check_prompt, gate_from_logits, ga
 from .pattern_eq3 import attention_table, logit_table, pattern_gated_sum
 
 __all__ = ["Eq3", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "OneLayerStack",
-           "ONE_LAYER_KINDS", "model_class"]
+           "ONE_LAYER_KINDS", "GATE_FAMILY", "model_class"]
+
+#: the App. 12 gate family (:data:`mambaicl.models.gla.GATE_FAMILIES`) of each one-layer kind: Eq. (3)'s own gate,
+#: or none (``G = 1``, the linear Transformer). The other families are :class:`mambaicl.models.gla.GLAStack`.
+GATE_FAMILY = {"mamba": "mamba", "mamba_merged": "mamba", "linear": "none"}
 
 
 def _diagonal_init(m: int, d: int, delta: float) -> torch.Tensor:
@@ -255,6 +259,11 @@ class OneLayerStack(Eq3, nn.Module):
     @property
     def n_seeds(self) -> int:
         return next(self.parameters()).shape[0]
+
+    @property
+    def family(self) -> str:
+        """The stack's gate family (App. 12): :data:`GATE_FAMILY` of its kind, or a :class:`GLAStack`'s own."""
+        return GATE_FAMILY.get(self.kind, self.kind)
 
     def member(self, s: int) -> nn.Module:
         """Seed ``s`` as a single model of the same kind (a copy of its parameters)."""
