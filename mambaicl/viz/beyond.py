@@ -12,7 +12,7 @@ import math
 import numpy as np
 from matplotlib.lines import Line2D
 
-from .figures import integer_ticks, plot_mean_band
+from .figures import integer_ticks
 from .style import LABELS, PALETTE
 
 __all__ = ["FAMILY_STYLE", "FAMILY_LABELS", "MODEL_KEYS", "plot_phase_diagram", "plot_boundary_vs_ratio", "plot_boundary_vs_length",
@@ -158,10 +158,17 @@ def plot_family_gates(ax, result, family: str, *, legend: bool = False):
 
 
 def plot_multiclass(ax, result, C: int, models=None, independent: bool = True):
-    """Multi-class error (a prompt counts as right only if every level is) against alpha, for ``C`` classes."""
-    alphas = result.alphas
-    for kind in models or list(result.errors_all):
-        plot_mean_band(ax, alphas, result.errors_all[kind][str(C)], result.errors_all_se[kind][str(C)], kind)
+    """Multi-class error (a prompt counts as right only if every level is) against alpha, for ``C`` classes: the
+    mean over seeds as a line and every seed as a dot (models side by side), so that a failing seed shows."""
+    alphas = np.asarray(result.alphas, dtype=float)
+    kinds = list(models or result.errors_all)
+    width = 0.5 * (float(np.min(np.diff(alphas))) if len(alphas) > 1 else 0.1)
+    for j, kind in enumerate(kinds):
+        ax.plot(alphas, result.errors_all[kind][str(C)], color=PALETTE[kind], marker="o", ms=4,
+                label=LABELS.get(kind, kind))
+        ys = np.asarray(result.errors_all_per_seed[kind][str(C)], dtype=float)  # (S, len(alphas))
+        xs = np.broadcast_to(alphas + width * ((j + 0.5) / len(kinds) - 0.5), ys.shape)
+        ax.scatter(xs.ravel(), ys.ravel(), s=7, color=PALETTE[kind], alpha=0.5, lw=0, zorder=3)
         if independent:
             ax.plot(alphas, result.independent_prediction[kind][str(C)], color=PALETTE[kind], ls=":", lw=1)
     if independent:

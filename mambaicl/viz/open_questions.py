@@ -16,8 +16,8 @@ _TITLES = {"all": "all 30 tasks", "training": "training tasks", "reversed": "rev
 
 def plot_bound_by_group(axes, alphas, errors: dict, bound, *, order=("all", "training", "reversed", "distance 2",
                                                                      "distance 3"), level: float = 0.01) -> list:
-    """Mamba's test error against ``alpha`` per task group (mean over seeds, band ±1 SE), with the information
-    bound of the group (orange) and the paper's "< 0.01" (yellow), symlog y axis.
+    """Mamba's test error against ``alpha`` per task group (mean over seeds as a line, every seed as a dot), with
+    the information bound of the group (orange) and the paper's "< 0.01" (yellow), symlog y axis.
 
     Args:
         errors: ``{group: [[error of seed s at alphas[i]] for s]}`` (:func:`mambaicl.experiments.seed_tail.group_sweep`).
@@ -27,8 +27,9 @@ def plot_bound_by_group(axes, alphas, errors: dict, bound, *, order=("all", "tra
     grid = np.linspace(0, max(alphas), 91)
     for ax, g in zip(axes, order):
         e = np.asarray(errors[g], dtype=float)  # (S, A)
-        mean, se = e.mean(0), e.std(0, ddof=1) / np.sqrt(e.shape[0])
-        plot_mean_band(ax, alphas, mean, np.minimum(se, mean), "mamba", label="Mamba (mean over seeds)")
+        ax.plot(alphas, e.mean(0), color=PALETTE["mamba"], marker="o", ms=4, label="Mamba (mean over seeds)")
+        xs = np.broadcast_to(np.asarray(alphas, dtype=float), e.shape)
+        ax.scatter(xs.ravel(), e.ravel(), s=6, color=PALETTE["mamba"], alpha=0.35, lw=0, zorder=3)
         ax.plot(grid, [bound(g, a) for a in grid], color=PALETTE["theory"], lw=2.0, ls="--")
         ax.axhline(level, color=PALETTE["paper"], lw=2.0, zorder=0)
         ax.set_yscale("symlog", linthresh=1e-3, linscale=0.3)
@@ -36,7 +37,7 @@ def plot_bound_by_group(axes, alphas, errors: dict, bound, *, order=("all", "tra
         ax.set_title(_TITLES.get(g, g))
         ax.set_xlabel(r"outlier fraction $\alpha$")
     axes[0].set_ylabel("test error, rule A (symlog)")
-    return [Line2D([], [], color=PALETTE["mamba"], marker="o", label="Mamba, mean ± SE over seeds"),
+    return [Line2D([], [], color=PALETTE["mamba"], marker="o", label="Mamba, mean over seeds (dots: single seeds)"),
             Line2D([], [], color=PALETTE["theory"], lw=2.0, ls="--", label="information bound (Corollary 1 model)"),
             Line2D([], [], color=PALETTE["paper"], lw=2.0, label=f"paper: error < {level:g}")]
 
