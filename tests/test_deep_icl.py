@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+from mambaicl.analysis.stepsize import search_seeds
 from mambaicl.config import ConfigError, SYNTHETIC_DATA
 from mambaicl.data import all_tasks, make_patterns, test_prompts
 from mambaicl.experiments import mechanism as M
@@ -176,7 +177,7 @@ def test_a_recorded_step_size_is_used_without_a_search_and_must_be_a_candidate()
     preset = _small(searched_lr=0.01, lrs=(0.1, 0.03, 0.01), train=dataclasses.replace(M.FIG3.train, steps=10))
     res = M.run(preset, seeds=(0,), progress=False)
     assert res.lr == 0.01 and res.search["recorded"] and res.search["best"] == 0.01
-    after = list(M.search_seeds(M.DEFAULT_SEEDS, 2))
+    after = list(search_seeds(M.DEFAULT_SEEDS, 2))
     assert res.search["seeds"] == after and "mean" not in res.search  # searched once, on the seeds after DEFAULT_SEEDS
     again = M.run(preset, seeds=(after[0],), progress=False)  # that seed chose the recorded value: search anew
     assert "recorded" not in again.search and after[0] not in again.search["seeds"] and "mean" in again.search

