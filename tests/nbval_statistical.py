@@ -34,7 +34,14 @@ reproducibility"):
   5. a registry record's per-seed ``values`` keep their count; the values themselves are the
      chaotic part and are not compared one by one (their mean and interval are, by rule 2); its
      count of failing seeds follows rule 3, and what is derived from the mean and interval alone
-     (:data:`DERIVED_KEYS`: how many seeds would decide an undecided part) is not compared again.
+     (:data:`DERIVED_KEYS`: how many seeds would decide an undecided part, and whether the part holds, which its
+     interval decides against the declared criterion) is not compared again.
+
+  6. **verdict words** a cell derives from its numbers by a fixed threshold ("holds" / "does not hold",
+     an interval that "contains" or "excludes" 0) may flip at a knife edge when the numbers move
+     within tolerance. A cell lists such alternatives in a comment line ``# (verdict words: A | B;
+     C | D)``: the members of a group are read as one word in both texts before rule 1, so only they
+     may differ, and the numbers they were derived from are still checked by rules 2-4.
 
   ``nan`` equals ``nan``. Images and widget views are skipped, as nbval skips them.
 
@@ -53,13 +60,32 @@ MARKER = "NBVAL_STATISTICAL"
 K_SE = 3.0        # a fresh measurement lies within three standard errors (of the two runs' difference) of the stored
 FLOOR_UNITS = 2   # ... and never needs to be closer than two units of its last printed digit
 BARE_REL = 0.05   # a bare number of a statistical cell moves by at most 5 % (or one unit of its last digit)
-DERIVED_KEYS = ("seeds_to_decide",)  # record fields computed from the mean and interval: not compared twice
+DERIVED_KEYS = ("seeds_to_decide", "holds")  # record fields computed from the mean and interval: not compared twice
 SPREAD_GROWTH = 4.0  # a fresh standard error may not exceed four times the stored one (noise cannot excuse a move)
 Z95 = 1.96        # an interval's half-width / Z95 = its standard error (a lower bound for a t interval)
 SKIP_MIMES = ("image/", "application/vnd.jupyter.widget-view+json")
 
 _NUM = r"[-+−]?(?:\d+(?:,\d{3})*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 _NUMBER = re.compile(rf"(?<![\w.])(?:{_NUM})(?![\w])")
+
+
+_WORDS = re.compile(r"^#\s*\(verdict words:\s*(.+)\)\s*$", re.M)
+
+
+def verdict_words(source: str) -> list[list[str]]:
+    """The alternative groups a cell declares (rule 6): ``# (verdict words: A | B; C | D)`` -> ``[[A, B], [C, D]]``."""
+    groups = []
+    for line in _WORDS.findall(source):
+        groups += [[w.strip() for w in g.split("|") if w.strip()] for g in line.split(";")]
+    return [g for g in groups if len(g) > 1]
+
+
+def _canonical(text: str, groups) -> str:
+    """``text`` with every member of a declared group replaced by the group's one token (longest members first)."""
+    for i, group in enumerate(groups):
+        for word in sorted(group, key=len, reverse=True):
+            text = text.replace(word, f"\x00verdict{i}\x00")
+    return text
 
 
 class StatisticalMismatch(AssertionError):
@@ -203,11 +229,13 @@ def _as_record(text: str):
     return obj if isinstance(obj, dict) else None
 
 
-def compare_texts(fresh: str, stored: str, where: str = "output") -> list[str]:
-    """The reasons ``fresh`` is not within tolerance of ``stored`` (empty when it is); rules in the module docstring."""
+def compare_texts(fresh: str, stored: str, where: str = "output", words=()) -> list[str]:
+    """The reasons ``fresh`` is not within tolerance of ``stored`` (empty when it is); rules in the module docstring;
+    ``words``: the cell's declared verdict-word groups (rule 6)."""
     rf, rs = _as_record(fresh), _as_record(stored)
     if rf is not None and rs is not None:
         return _compare_record(rf, rs, where)
+    fresh, stored = _canonical(fresh, words), _canonical(stored, words)
     pf, nf = _split(fresh)
     ps, ns = _split(stored)
     if len(nf) != len(ns) or pf != ps:
@@ -275,8 +303,9 @@ def _by_kind(outputs, sanitize) -> dict:
     return {k: [sanitize(t) for t in v] for k, v in grouped.items()}
 
 
-def compare_outputs(fresh_outputs, stored_outputs, sanitize=lambda s: s) -> list[str]:
-    """The reasons a statistically checked cell's fresh outputs are not within tolerance of the stored ones."""
+def compare_outputs(fresh_outputs, stored_outputs, sanitize=lambda s: s, words=()) -> list[str]:
+    """The reasons a statistically checked cell's fresh outputs are not within tolerance of the stored ones
+    (``words``: the cell's declared verdict-word groups, rule 6)."""
     tf, ts = _by_kind(fresh_outputs, sanitize), _by_kind(stored_outputs, sanitize)
     shape_f, shape_s = {k: len(v) for k, v in tf.items()}, {k: len(v) for k, v in ts.items()}
     if shape_f != shape_s:
@@ -284,7 +313,7 @@ def compare_outputs(fresh_outputs, stored_outputs, sanitize=lambda s: s) -> list
     errors = []
     for kind in ts:
         for n, (a, b) in enumerate(zip(tf[kind], ts[kind])):
-            errors += compare_texts(a, b, f"{kind} output {n}")
+            errors += compare_texts(a, b, f"{kind} output {n}", words)
     return errors
 
 
@@ -297,7 +326,8 @@ def _statistical_runtest(item):
         original()  # executes the cell (asserts run); nbval's strict comparison is off for this cell
         if item.cell.execution_count is None:
             return
-        errors = compare_outputs(item.test_outputs or [], item.cell.outputs, sanitize=item.sanitize)
+        errors = compare_outputs(item.test_outputs or [], item.cell.outputs, sanitize=item.sanitize,
+                                 words=verdict_words(item.cell.source))
         if errors:
             item.raise_cell_error("Cell outputs moved beyond the statistical tolerance "
                                   "(tests/nbval_statistical.py)", "\n".join(errors))

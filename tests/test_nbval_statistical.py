@@ -131,3 +131,27 @@ def test_records_compare_failing_counts_binomially_and_skip_derived_fields():
     assert nbs.compare_texts(fresh, stored) == []
     moved = repr(json.dumps({**base, "seeds_to_decide": 985, "tail": {"failing": 7, "n": 10}}))
     assert nbs.compare_texts(moved, stored)
+
+
+def test_declared_verdict_words_may_flip_only_with_numbers_within_tolerance():
+    """Rule 6: a cell's declared alternatives (a threshold verdict at a knife edge) may differ between two runs;
+    undeclared words may not, and the numbers the words come from are still checked."""
+    source = ("# NBVAL_STATISTICAL\n# (reason: chaotic)\n"
+              "# (verdict words: holds | does not hold; distinguishably more | not distinguishably more)\nprint(1)\n")
+    words = nbs.verdict_words(source)
+    assert words == [["holds", "does not hold"], ["distinguishably more", "not distinguishably more"]]
+    stored = "drop: +1.0 ± 0.5 -> holds; Mamba's drop is distinguishably more\n"
+    fresh = "drop: +0.9 ± 0.5 -> does not hold; Mamba's drop is not distinguishably more\n"
+    assert nbs.compare_texts(fresh, stored, words=words) == []
+    assert nbs.compare_texts(fresh, stored)  # undeclared: the words must be identical
+    far = "drop: -3.0 ± 0.5 -> does not hold; Mamba's drop is not distinguishably more\n"
+    assert nbs.compare_texts(far, stored, words=words)  # the number behind the flip moved beyond tolerance
+    assert nbs.compare_texts(fresh.replace("drop:", "rise:"), stored, words=words)  # other words still exact
+
+
+def test_a_records_holds_is_derived_from_its_interval_and_not_compared_again():
+    base = dict(mean=0.25, low=0.2108, high=0.2892, n_seeds=10, values=[0.2] * 10)
+    stored = repr(json.dumps({**base, "holds": True}))
+    fresh = repr(json.dumps({**base, "low": 0.205, "holds": None}))  # the interval moved within tolerance, across the edge
+    assert nbs.compare_texts(fresh, stored) == []
+    assert "holds" in nbs.DERIVED_KEYS
