@@ -63,7 +63,7 @@ def test_single_model_on_prompts_matches_the_prompt_tensor(cls):
 
 
 def test_attention_table_by_its_definition():
-    """R[a, b] = e_a^T W_B^T W_C q_b with e_a over (mu; 0), (nu; 0), (v; 0), (0; 1) and q_b over (mu; 0), (nu; 0)."""
+    """R[a, b] = e_a^T W_B^T W_C e_b with e_a over (mu; 0), (nu; 0), (v; 0), (0; 1); T[a] = w^T e_a."""
     pat = make_patterns(DATA, torch.Generator().manual_seed(0))
     rows = torch.cat([pat.mu, pat.nu, pat.v])  # (n, d)
     D = DATA.d + 1
@@ -72,21 +72,45 @@ def test_attention_table_by_its_definition():
     g = torch.Generator().manual_seed(2)
     W_B, W_C = (torch.randn(2, 9, D, generator=g, dtype=torch.float64) for _ in range(2))
     M = W_B.transpose(1, 2) @ W_C
-    want = torch.einsum("ad,sde,be->sab", basis, M, basis[: DATA.M1 + DATA.M2])
-    n_q = DATA.M1 + DATA.M2
-    assert (attention_table(rows, n_q, W_B=W_B, W_C=W_C) - want).abs().max() < 1e-12
-    assert (attention_table(rows, n_q, M=M) - want).abs().max() < 1e-12
+    want = torch.einsum("ad,sde,be->sab", basis, M, basis)
+    assert (attention_table(rows, W_B=W_B, W_C=W_C) - want).abs().max() < 1e-12
+    assert (attention_table(rows, M=M) - want).abs().max() < 1e-12
     w = torch.randn(2, D, generator=g, dtype=torch.float64)
-    assert (logit_table(w, rows) - torch.einsum("ad,sd->sa", basis[:-1], w)).abs().max() < 1e-12
+    assert (logit_table(w, rows) - torch.einsum("ad,sd->sa", basis, w)).abs().max() < 1e-12
+
+
+def test_token_basis_rebuilds_the_prompts():
+    """sum_k coef_k e_{index_k} is the materialised prompt P of Eq. (2), token by token."""
+    pr = _prompts(2, batch=5)
+    b = pr.basis()
+    D = DATA.d + 1
+    E = torch.zeros(b.rows.shape[0] + 1, D, dtype=b.rows.dtype)
+    E[:-1, :-1], E[-1, -1] = b.rows, 1.0
+    rebuilt = (b.coef.unsqueeze(-1) * E[b.index]).sum(-2)  # (S, B, L, D)
+    assert (rebuilt - pr.P).abs().max() < 1e-12
+    assert torch.equal(b.coef[..., -1], pr.y)  # the last term is the label
 
 
 def test_pattern_gated_sum_gradcheck():
-    """The hand-written backward against finite differences (float64) for the tables T, w_label and R."""
+    """The hand-written backward against finite differences (float64) for the tables T and R."""
     pr = _prompts(2, batch=3)
-    c = pr.coordinates()
+    b = pr.basis()
     g = torch.Generator().manual_seed(3)
-    n = c.patterns.shape[0]
-    T = torch.randn(2, n, generator=g, dtype=torch.float64, requires_grad=True)
-    wl = torch.randn(2, generator=g, dtype=torch.float64, requires_grad=True)
-    R = torch.randn(2, n + 1, DATA.M1 + DATA.M2, generator=g, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda T, wl, R: pattern_gated_sum(T, wl, R, c), (T, wl, R))
+    n1 = b.rows.shape[0] + 1
+    T = torch.randn(2, n1, generator=g, dtype=torch.float64, requires_grad=True)
+    R = torch.randn(2, n1, n1, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda T, R: pattern_gated_sum(T, R, b), (T, R))
+
+
+def test_large_logits_give_finite_gates_and_outputs():
+    """Logits of +-800 (exp overflows) leave F and its gradients finite: sigma and 1 - sigma come from one exp."""
+    pr = _prompts(1, batch=4)
+    b = pr.basis()
+    n1 = b.rows.shape[0] + 1
+    T = torch.full((1, n1), 800.0, dtype=torch.float64, requires_grad=True)
+    T2 = torch.full((1, n1), -800.0, dtype=torch.float64, requires_grad=True)
+    R = torch.ones(1, n1, n1, dtype=torch.float64, requires_grad=True)
+    for t in (T, T2):
+        F = pattern_gated_sum(t, R, b)
+        gT, gR = torch.autograd.grad(F.sum(), (t, R))
+        assert torch.isfinite(F).all() and torch.isfinite(gT).all() and torch.isfinite(gR).all()

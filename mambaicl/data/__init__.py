@@ -1,12 +1,12 @@
 """Synthetic data of §3.2: patterns, tasks (Condition 1) and prompts (Definitions 1-2)."""
 from .patterns import Patterns, make_patterns, test_outliers
-from .prompts import PatternCoords, Prompts, test_prompts, training_prompts
+from .prompts import TokenBasis, Prompts, test_prompts, training_prompts
 from .tasks import (all_tasks, check_condition_1, cyclic_distance, task_groups, tasks_by_group, training_tasks,
                     unseen_tasks)
 
 __all__ = [
     "Patterns",
-    "PatternCoords",
+    "TokenBasis",
     "Prompts",
     "all_tasks",
     "check_condition_1",

@@ -43,30 +43,26 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from numba import njit
 
 from ..config import RULES, ConfigError, DataConfig, TestConfig
 from ..seeding import check_stream
 from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
-__all__ = ["Prompts", "PatternCoords", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
+__all__ = ["Prompts", "TokenBasis", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
            "materialize", "take"]
 
 
-class PatternCoords(NamedTuple):
-    """Stacked prompts ``(S, batch, ...)`` in pattern coordinates, for the fused Eq. (3) kernel
-    (:mod:`mambaicl.models.pattern_eq3`): token ``i`` is ``mu_{relevant_i} + kappa_i nu_{irrelevant_i}
-    + outlier_scale_i v_{outlier_index_i}`` with label ``y_i``; ``patterns`` is ``[mu; nu; outliers]`` ``(M1 + M2 + V, d)``."""
+class TokenBasis(NamedTuple):
+    """Prompts ``(S, batch, l+1)`` as sparse combinations of ``n + 1`` basis vectors of ``R^{d+1}``, for the fused
+    Eq. (3) kernel (:mod:`mambaicl.models.pattern_eq3`): token ``i`` is ``p_i = sum_k coef[..., i, k] e_{index[..., i, k]}``
+    with ``e_a = (rows[a]; 0)`` for ``a < n`` and ``e_n = (0; 1)`` (the label entry). The last term of every token is
+    its label: index ``n``, coefficient ``y_i`` (0 at the query). A model needs nothing else of the data model."""
 
-    relevant: torch.Tensor  # (S, B, L) long
-    irrelevant: torch.Tensor  # (S, B, L) long
-    kappa: torch.Tensor  # (S, B, L)
-    outlier_index: torch.Tensor  # (S, B, l) long
-    outlier_scale: torch.Tensor  # (S, B, l)
-    y: torch.Tensor  # (S, B, L)
-    patterns: torch.Tensor  # (M1 + M2 + V, d)
-    M1: int
-    M2: int
+    index: torch.Tensor  # (S, B, L, K) long, in [0, n]
+    coef: torch.Tensor  # (S, B, L, K)
+    rows: torch.Tensor  # (n, d)
 
 
 @dataclass(frozen=True)
@@ -90,6 +86,14 @@ class Prompts:
     def P(self) -> torch.Tensor:
         """The prompts of Eq. (2), token-major, ``(..., l+1, d+1)``."""
         return materialize(self)
+
+    def tokens(self) -> torch.Tensor:
+        """The prompts of Eq. (2), token-major, ``(..., l+1, d+1)`` (materialised once)."""
+        return self.P
+
+    def labels(self) -> torch.Tensor:
+        """Every token's label entry ``y_i``, 0 at the query, ``(..., l+1)``."""
+        return self.y
 
     @property
     def l(self) -> int:
@@ -120,13 +124,24 @@ class Prompts:
 
     # ------------------------------------------------------------ projections onto the patterns
 
-    def coordinates(self) -> PatternCoords:
-        """The prompts in pattern coordinates (:class:`PatternCoords`), with a seed axis (added if absent)."""
+    def basis(self) -> TokenBasis:
+        """The prompts as :class:`TokenBasis`, with a seed axis (added if absent): by Eq. (4)/(5) token ``i`` is
+        ``1 * mu_{j_i} + kappa_i * nu_{k_i} + outlier_scale_i * v_{s_i} + y_i * e_label`` over the rows
+        ``[mu; nu; outliers]`` (the query's outlier term has coefficient 0)."""
         if self.z.dim() == 1:
-            return self[None].coordinates()
-        return PatternCoords(self.relevant, self.irrelevant, self.kappa, self.outlier_index, self.outlier_scale,
-                             self.y, torch.cat([self.mu, self.nu, self.outliers]), self.mu.shape[0],
-                             self.nu.shape[0])
+            return self[None].basis()
+        M1, M2, l = self.mu.shape[0], self.nu.shape[0], self.l
+        rows = torch.cat([self.mu, self.nu, self.outliers])  # (n, d)
+        S, B, L = self.y.shape
+        index = torch.empty(S, B, L, 4, dtype=torch.long, device=self.y.device)  # (S, B, L, K)
+        coef = torch.empty(S, B, L, 4, dtype=self.y.dtype, device=self.y.device)  # (S, B, L, K)
+        index[..., 0], coef[..., 0] = self.relevant, 1
+        torch.add(self.irrelevant, M1, out=index[..., 1])
+        coef[..., 1] = self.kappa
+        torch.add(self.outlier_index, M1 + M2, out=index[..., :l, 2])
+        index[..., l, 2], coef[..., :l, 2], coef[..., l, 2] = M1 + M2, self.outlier_scale, 0
+        index[..., 3], coef[..., 3] = rows.shape[0], self.y
+        return TokenBasis(index, coef, rows)
 
     def project(self, w: torch.Tensor) -> torch.Tensor:
         """``w^T p_i`` for every token, read from tables of the patterns' projections, ``(..., l+1)``.
@@ -193,7 +208,7 @@ def _check_tasks(tasks: torch.Tensor, M1: int) -> None:
         raise ConfigError(f"tasks must be pairs (a, b) of distinct indices in [0, {M1}); got {tasks.tolist()}")
 
 
-def draw_uniforms(stream, batch: int, l: int) -> torch.Tensor:
+def draw_uniforms(stream, batch: int, l: int) -> np.ndarray:
     """The uniforms of ``batch`` prompts of ``l`` examples: ``(batch, n)`` for one NumPy stream,
     ``(S, batch, n)`` for a list of ``S``; ``n = 1 + 3 (l+1) + 3 l`` (float64).
 
@@ -208,43 +223,93 @@ def draw_uniforms(stream, batch: int, l: int) -> torch.Tensor:
         u = np.empty((len(stream), batch, n))  # (S, batch, n)
         for s, g in enumerate(stream):
             check_stream(f"stream[{s}]", g).random(out=u[s])
-        return torch.from_numpy(u)
-    return torch.from_numpy(check_stream("stream", stream).random((batch, n)))  # (batch, n)
+        return u
+    return check_stream("stream", stream).random((batch, n))  # (batch, n)
 
 
-def _categorical(u: torch.Tensor, n: int) -> torch.Tensor:
+# ---------------------------------------------------------------- Definitions 1-2 from the uniforms
+# Every choice of the data model is a function of its own uniform: categorical floor(u n) (kept below n),
+# Bernoulli u < p, kappa = (2u - 1) K. The kernels below run once per batch over all prompts (compiled by
+# Numba; plain float64 arithmetic, so the same bits on every CPU).
+
+_PLACEMENT_CODE = {"R": 0, "FQ": 1, "CQ": 2}
+_RULE_CODE = {"A": 0, "B": 1, "C": 2}
+
+
+@njit(cache=True)
+def _categorical(u, n):
     """``floor(u n)`` in ``[0, n)``: a uniform categorical from a uniform."""
-    return (u * n).long().clamp_(max=n - 1)
+    return min(int(u * n), n - 1)
 
 
-def _signs(flag: torch.Tensor, dtype) -> torch.Tensor:
-    """``-1`` where ``flag`` holds, else ``+1``, in ``dtype`` (one pass; the values of ``1 - 2 flag``)."""
-    one = torch.ones((), dtype=dtype, device=flag.device)
-    return torch.where(flag, -one, one)
+@njit(cache=True)
+def _mask_row(u, alpha, placement, out):
+    """Which of the ``l`` examples of one prompt carry an outlier (see :func:`outlier_mask`), into ``out``."""
+    l = u.shape[0]
+    count = 0
+    for i in range(l):
+        out[i] = u[i] < alpha
+        count += out[i]
+    if placement == 1:  # FQ: the count on the examples farthest from the query
+        for i in range(l):
+            out[i] = i < count
+    elif placement == 2:  # CQ: on the closest
+        for i in range(l):
+            out[i] = i >= l - count
 
 
-def _clean_part(u: torch.Tensor, tasks: torch.Tensor, M2: int, l: int, K: float, dtype):
-    """The clean part ``mu_j + kappa nu_k`` of Eq. (4)/(5) for ``l`` examples and the query."""
-    L = l + 1
-    task = _categorical(u[..., 0], tasks.shape[0])  # (...)
-    second = u[..., 1 : 1 + L] < 0.5  # (..., L): mu_b instead of mu_a
-    ab = tasks[task]  # (..., 2)
-    relevant = torch.where(second, ab[..., 1:2], ab[..., 0:1])  # (..., L)
-    labels = _signs(second, dtype)  # (..., L): f(x)
-    irrelevant = _categorical(u[..., 1 + L : 1 + 2 * L], M2)  # (..., L)
-    kappa = u[..., 1 + 2 * L : 1 + 3 * L].mul(2).sub_(1).mul_(K).to(dtype)  # (2u - 1) K ~ U(-K, K)
-    return task, relevant, labels, irrelevant, kappa
+@njit(cache=True)
+def _bad_label(label, rule, target, u_coin):
+    """An outlier example's label under §4.1's rules: A flipped, B ``target``, C random (from ``u_coin``)."""
+    if rule == 0:
+        return -label
+    if rule == 1:
+        return float(target)
+    return 1.0 - 2.0 * (u_coin < 0.5)
 
 
-def _scale(outlier: torch.Tensor, value: float, dtype) -> torch.Tensor:
-    """``value`` on outlier examples, ``0`` elsewhere, in ``dtype`` (one pass; the values of ``outlier * value``)."""
-    return torch.where(outlier, torch.tensor(float(value), dtype=dtype, device=outlier.device),
-                       torch.zeros((), dtype=dtype, device=outlier.device))
+@njit(cache=True)
+def _definition_fields(u, tasks, M2, V, K, alpha, scale, placement, rule, target):
+    """Definition 1 (training: placement R, rule C) or 2 (test) for prompts ``u`` ``(N, 1 + 3 (l+1) + 3 l)``."""
+    N = u.shape[0]
+    L = (u.shape[1] + 2) // 6
+    l = L - 1
+    o = 1 + 3 * L
+    task = np.empty(N, np.int64)
+    relevant, irrelevant = np.empty((N, L), np.int64), np.empty((N, L), np.int64)
+    kappa, y = np.empty((N, L)), np.empty((N, L))
+    outlier, outlier_index, outlier_scale = np.empty((N, l), np.bool_), np.empty((N, l), np.int64), np.empty((N, l))
+    z = np.empty(N)
+    for p in range(N):
+        t = _categorical(u[p, 0], tasks.shape[0])
+        task[p] = t
+        for i in range(L):
+            second = u[p, 1 + i] < 0.5  # mu_b instead of mu_a
+            relevant[p, i] = tasks[t, 1] if second else tasks[t, 0]
+            y[p, i] = -1.0 if second else 1.0  # f(x)
+            irrelevant[p, i] = _categorical(u[p, 1 + L + i], M2)
+            kappa[p, i] = (u[p, 1 + 2 * L + i] * 2.0 - 1.0) * K  # (2u - 1) K ~ U(-K, K)
+        z[p] = y[p, l]
+        y[p, l] = 0.0
+        _mask_row(u[p, o : o + l], alpha, placement, outlier[p])
+        for i in range(l):
+            outlier_index[p, i] = _categorical(u[p, o + l + i], V)
+            outlier_scale[p, i] = scale if outlier[p, i] else 0.0
+            if outlier[p, i]:
+                y[p, i] = _bad_label(y[p, i], rule, target, u[p, o + 2 * l + i])
+    return task, relevant, irrelevant, kappa, outlier, outlier_index, outlier_scale, y, z
 
 
-def _outlier_uniforms(u: torch.Tensor, l: int):
-    o = 1 + 3 * (l + 1)
-    return u[..., o : o + l], u[..., o + l : o + 2 * l], u[..., o + 2 * l : o + 3 * l]
+def _prompts(u: np.ndarray, tasks: torch.Tensor, pat_rows: tuple, outliers: torch.Tensor, K: float, alpha: float,
+             scale: float, placement: str, rule: str, target: int) -> Prompts:
+    """The :class:`Prompts` of the uniforms ``u`` ``(..., n)`` (see :func:`_definition_fields`)."""
+    lead, (mu, nu) = u.shape[:-1], pat_rows
+    fields_ = _definition_fields(u.reshape(-1, u.shape[-1]), tasks.numpy(), nu.shape[0], outliers.shape[0], float(K),
+                                 float(alpha), float(scale), _PLACEMENT_CODE[placement], _RULE_CODE[rule], int(target))
+    t = [torch.from_numpy(a).view(*lead, *a.shape[1:]) for a in fields_]
+    real = lambda a: a.to(mu.dtype)  # noqa: E731 - the pattern dtype; the values are rounded once
+    return Prompts(relevant=t[1], irrelevant=t[2], kappa=real(t[3]), outlier=t[4], outlier_index=t[5],
+                   outlier_scale=real(t[6]), y=real(t[7]), z=real(t[8]), task=t[0], mu=mu, nu=nu, outliers=outliers)
 
 
 def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch: int, stream) -> Prompts:
@@ -258,19 +323,9 @@ def training_prompts(pat: Patterns, cfg: DataConfig, tasks: torch.Tensor, batch:
             seed, :func:`mambaicl.seeding.numpy_streams`) for prompts of shape ``(S, batch, ...)``.
     """
     _check_tasks(tasks, pat.mu.shape[0])
-    l, dtype = cfg.l_tr, pat.mu.dtype
-    u = draw_uniforms(stream, batch, l)
-    task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, cfg.K, dtype)
-    u_out, u_s, u_coin = _outlier_uniforms(u, l)
-    outlier = u_out < cfg.p_a  # (..., l)
-    coin = _signs(u_coin < 0.5, dtype)  # random labels on outlier examples
-    y = labels.clone()
-    y[..., :l] = torch.where(outlier, coin, labels[..., :l])
-    y[..., l] = 0
-    return Prompts(relevant=relevant, irrelevant=irrelevant, kappa=kappa, outlier=outlier,
-                   outlier_index=_categorical(u_s, pat.v.shape[0]),
-                   outlier_scale=_scale(outlier, cfg.kappa_a, dtype), y=y, z=labels[..., l].clone(), task=task,
-                   mu=pat.mu, nu=pat.nu, outliers=pat.v)
+    u = draw_uniforms(stream, batch, cfg.l_tr)
+    # random labels on outlier examples: rule C; each example independently: placement R
+    return _prompts(u, tasks, (pat.mu, pat.nu), pat.v, cfg.K, cfg.p_a, cfg.kappa_a, "R", "C", 1)
 
 
 def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
@@ -281,26 +336,22 @@ def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
     closest to the query (§4.2). The display labels ``"random position"``, ``"far"``, ``"close"`` are
     accepted as aliases (:func:`mambaicl.config.placement_id`).
     """
-    placement = placement_id(placement)
-    hit = u < alpha  # (..., l)
-    if placement == "R":
-        return hit
-    count = hit.sum(dim=-1, keepdim=True)  # (..., 1): Binomial(l, alpha)
-    pos = torch.arange(u.shape[-1], device=u.device)  # (l,): 0 is the farthest from the query
-    if placement == "FQ":
-        return pos < count
-    return pos >= u.shape[-1] - count  # CQ
+    code = _PLACEMENT_CODE[placement_id(placement)]
+    rows = u.detach().cpu().to(torch.float64).reshape(-1, u.shape[-1]).numpy()  # (N, l)
+    out = np.empty(rows.shape, np.bool_)
+    for p in range(rows.shape[0]):
+        _mask_row(rows[p], float(alpha), code, out[p])
+    return torch.from_numpy(out).view(u.shape).to(u.device)
 
 
 def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.Tensor) -> torch.Tensor:
     """Labels of outlier examples under §4.1's rules: A flipped, B ``target``, C random (from ``u_coin``)."""
-    if rule == "A":
-        return -labels
-    if rule == "B":
-        return torch.full_like(labels, float(target))
-    if rule == "C":
-        return (1.0 - 2.0 * (u_coin < 0.5).to(torch.float64)).to(labels.dtype)
-    raise ConfigError(f"rule must be one of {RULES}; got {rule!r}")
+    if rule not in _RULE_CODE:
+        raise ConfigError(f"rule must be one of {RULES}; got {rule!r}")
+    lab = labels.detach().cpu().to(torch.float64).reshape(-1).numpy()
+    coin = u_coin.detach().cpu().to(torch.float64).reshape(-1).numpy()
+    out = np.array([_bad_label(a, _RULE_CODE[rule], int(target), c) for a, c in zip(lab, coin)])
+    return torch.from_numpy(out).view(labels.shape).to(dtype=labels.dtype, device=labels.device)
 
 
 def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: int, stream) -> Prompts:
@@ -314,21 +365,12 @@ def test_prompts(pat: Patterns, test: TestConfig, tasks: torch.Tensor, batch: in
             ``(S, batch, ...)`` prompts.
     """
     _check_tasks(tasks, pat.mu.shape[0])
-    l, dtype = test.l_ts, pat.mu.dtype
     v_test = test_outliers(pat.v, test.v_coeffs)  # (S_out, d)
-    u = draw_uniforms(stream, batch, l)
-    task, relevant, labels, irrelevant, kappa = _clean_part(u, tasks, pat.nu.shape[0], l, test.K_prime, dtype)
-    u_out, u_s, u_coin = _outlier_uniforms(u, l)
-    outlier = outlier_mask(u_out, test.alpha, test.placement)  # (..., l)
-    y = labels.clone()
-    bad = outlier_labels(labels[..., :l], test.rule, test.target_label, u_coin)  # (..., l)
-    y[..., :l] = torch.where(outlier, bad, labels[..., :l])
-    y[..., l] = 0
-    return Prompts(relevant=relevant, irrelevant=irrelevant, kappa=kappa, outlier=outlier,
-                   outlier_index=_categorical(u_s, v_test.shape[0]),
-                   outlier_scale=_scale(outlier, test.kappa_a_prime, dtype), y=y, z=labels[..., l].clone(), task=task,
-                   mu=pat.mu, nu=pat.nu, outliers=v_test)
-
+    u = draw_uniforms(stream, batch, test.l_ts)
+    if test.rule not in _RULE_CODE:
+        raise ConfigError(f"rule must be one of {RULES}; got {test.rule!r}")
+    return _prompts(u, tasks, (pat.mu, pat.nu), v_test, test.K_prime, test.alpha, test.kappa_a_prime,
+                    placement_id(test.placement), test.rule, test.target_label)
 
 
 test_prompts.__test__ = False  # not a pytest test, though its name starts with "test"

@@ -6,7 +6,7 @@ Layout (each module imports only the ones above it):
 ``kernels``         the two cumulative sums (suffix / running) and the causal score block
 ``shapes``          symbolic shape checks;  ``defaults``: model defaults and shared checks
 ``gated_attention`` Eq. (3) as functions: scores, the gate, the fused gated sum
-``pattern_eq3``     Eq. (3) on synthetic prompts in pattern coordinates: one fused kernel (tables T, R)
+``pattern_eq3``     Eq. (3) on synthetic prompts in a token basis: one compiled kernel (tables T, R)
 ``gates``           the App. 12 gate families, any shape
 ``scan``            Eq. (1) for every head in closed form (quadratic, factored, chunked)
 ``recurrence``      Eq. (1) as the literal recurrence, and its closed form (one head of ``scan``)

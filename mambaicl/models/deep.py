@@ -48,6 +48,7 @@ from .gated_attention import check_prompt, gate_from_logits
 from .kernels import causal_mask, causal_scores, heads_keys_queries, row_softmax
 from .mamba1 import MAMBA1_SCANS, Mamba1Block
 from .scan import selective_scan_heads, selective_scan_heads_chunked, selective_scan_heads_factored
+from .shapes import tokens
 
 __all__ = [
     "KINDS",
@@ -208,8 +209,7 @@ class DeepICLModel(nn.Module):
         return self.d if self.d_model >= self.d + 1 else None
 
     def _run(self, P, probe: bool):
-        if not isinstance(P, torch.Tensor):  # a mambaicl.data.Prompts batch: materialise Eq. (2)
-            P = P.P
+        P = tokens(P)  # a mambaicl.data.Prompts batch: materialise Eq. (2)
         check_prompt(P, self.d)
         x = P.to(self.embed.dtype) @ self.embed.T  # (batch, L, d_model)
         records = []

@@ -51,6 +51,7 @@ from ..config import Config, ConfigError, check_choice, check_int, choice, real
 from .gates import gated_retention_gate, gla_gate, mamba2_gate, retnet_gate
 from .defaults import check_generators, one_layer_m
 from .one_layer import OneLayerStack
+from .shapes import token_labels, tokens
 
 __all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GATE_SETTINGS", "GateConfig", "GLAStack",
            "build_gla", "kind_of_family"]
@@ -138,7 +139,7 @@ class GLAStack(OneLayerStack):
             return super().logits(P)
         if self.family in _CHANNEL:
             ref = self._ref(P)
-            X = P if isinstance(P, torch.Tensor) else P.P
+            X = tokens(P)
             return torch.einsum("sbld,smd->sblm", X.to(ref.dtype), self.W_alpha.to(ref.dtype))
         raise ConfigError(f"the {self.family!r} gate has no logits (it does not depend on the input)")
 
@@ -160,9 +161,9 @@ class GLAStack(OneLayerStack):
     def forward(self, P) -> torch.Tensor:
         """``F`` of every seed on its own prompts, ``(S, batch)``."""
         ref = self._ref(P)
-        y = P[..., -1] if isinstance(P, torch.Tensor) else P.y  # (S, batch, L)
+        y = token_labels(P)  # (S, batch, L)
         if self.family in _CHANNEL:
-            X = (P if isinstance(P, torch.Tensor) else P.P).to(ref.dtype)  # (S, batch, L, d+1)
+            X = tokens(P).to(ref.dtype)  # (S, batch, L, d+1)
             keys = torch.einsum("sbld,smd->sblm", X, self.W_B.to(ref.dtype))  # W_B p_i
             query = torch.einsum("sbd,smd->sbm", X[:, :, -1], self.W_C.to(ref.dtype))  # W_C p_query
             G = self.gate(P, channels=True)  # (S, batch, L, m)

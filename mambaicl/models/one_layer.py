@@ -29,6 +29,7 @@ from ..config import ONE_LAYER_KINDS, check_choice, check_int
 from .defaults import ONE_LAYER_DELTA, check_dims, check_generators
 from .gated_attention import bilinear_scores, check_prompt, gate_from_logits, gated_sum
 from .pattern_eq3 import attention_table, logit_table, pattern_gated_sum
+from .shapes import token_labels, tokens
 
 __all__ = ["Eq3", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "OneLayerStack",
            "ONE_LAYER_KINDS", "GATE_FAMILY", "model_class"]
@@ -68,7 +69,7 @@ class Eq3:
         if isinstance(P, torch.Tensor):
             check_prompt(P, self.d)
             return P[..., -1]
-        return P.y
+        return token_labels(P)
 
     def attention(self, P) -> torch.Tensor:
         """``p_i^T M p_query`` for every token, ``(..., l+1)``."""
@@ -93,29 +94,30 @@ class Eq3:
     def forward(self, P) -> torch.Tensor:
         """``F(Psi; P)`` of Eq. (3), the query being the last token: ``(batch,)``, or ``(S, batch)`` for a stack.
 
-        Gated, on a :class:`mambaicl.data.Prompts` batch: the fused kernel in pattern coordinates
+        Gated, on a :class:`mambaicl.data.Prompts` batch: the compiled kernel on the prompts' token basis (on the CPU)
         (:func:`mambaicl.models.pattern_eq3.pattern_gated_sum`)."""
         if self.gated and not isinstance(P, torch.Tensor):
-            return self._pattern_forward(P)
-        y = P[..., -1] if isinstance(P, torch.Tensor) else P.y
+            if token_labels(P).device.type == "cpu":
+                return self._pattern_forward(P)
+            P = tokens(P)  # the tensor formula on other devices
+        y = token_labels(P)
         att = self.attention(P)
         return gated_sum(self.logits(P), att, y) if self.gated else (y * att).sum(-1)
 
 
     def _pattern_forward(self, P) -> torch.Tensor:
-        c = P.coordinates()  # (S, batch, ...), a seed axis added for a single model
-        dtype, device = c.y.dtype, c.y.device
+        basis = P.basis()  # (S, batch, ...), a seed axis added for a single model
+        dtype, device = basis.coef.dtype, basis.coef.device
         w = self.w.to(dtype=dtype, device=device)
         w = w if self.stacked else w[None]  # (S, d+1)
-        n_q = c.M1 + c.M2
         if hasattr(self, "W_B"):
             W_B, W_C = (getattr(self, k).to(dtype=dtype, device=device) for k in ("W_B", "W_C"))
-            R = attention_table(c.patterns, n_q, W_B=W_B if self.stacked else W_B[None],
+            R = attention_table(basis.rows, W_B=W_B if self.stacked else W_B[None],
                                 W_C=W_C if self.stacked else W_C[None])
         else:
             M = self.bilinear(dtype).to(device)
-            R = attention_table(c.patterns, n_q, M=M if self.stacked else M[None])
-        F = pattern_gated_sum(logit_table(w, c.patterns), w[:, -1], R, c)  # (S, batch)
+            R = attention_table(basis.rows, M=M if self.stacked else M[None])
+        F = pattern_gated_sum(logit_table(w, basis.rows), R, basis)  # (S, batch)
         return F if self.stacked else F[0]
 
 

@@ -10,7 +10,7 @@ import torch
 
 from ..config import ConfigError
 
-__all__ = ["check_shapes"]
+__all__ = ["check_shapes", "tokens", "token_labels"]
 
 
 def check_shapes(**named: tuple[torch.Tensor, str]) -> dict[str, int]:
@@ -26,3 +26,15 @@ def check_shapes(**named: tuple[torch.Tensor, str]) -> dict[str, int]:
             want = ", ".join(f"{s}={sizes[s]}" if s in sizes else s for s in symbols)
             raise ConfigError(f"{name} must have shape ({want}); got {tuple(tensor.shape)}")
     return sizes
+
+
+def tokens(P) -> torch.Tensor:
+    """The prompt tensor of Eq. (2), ``(..., l+1, d+1)``: ``P`` itself, or a prompt batch's :meth:`tokens`
+    (:meth:`mambaicl.data.Prompts.tokens`): the one way a model reads a prompt batch as tokens."""
+    return P if isinstance(P, torch.Tensor) else P.tokens()
+
+
+def token_labels(P) -> torch.Tensor:
+    """Every token's label entry ``y_i`` (0 at the query), ``(..., l+1)``: the last row of a prompt tensor, or a
+    prompt batch's :meth:`labels`."""
+    return P[..., -1] if isinstance(P, torch.Tensor) else P.labels()
