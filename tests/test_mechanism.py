@@ -241,17 +241,14 @@ def test_decay_summary_of_a_geometric_sequence():
     assert math.isnan(decay_summary([0.3, float("nan")])["factor"])
 
 
-def test_group_report_errors_equal_errors_by_task_group_and_sums_are_per_group():
+def test_group_report_sums_are_per_group():
     from mambaicl.analysis.corollaries import group_report
     from mambaicl.data import task_groups
-    from mambaicl.evaluate import errors_by_task_group
 
     data, pat, test, _ = small_setup()
     model = build_model("mamba", data.d, generator=torch.Generator().manual_seed(1))
     algorithm_1(model, pat, data, training_tasks(data.M1), numpy_stream(0, "train"), steps=30, batch_size=32, lr=0.3)
     rep = group_report(model, pat, test, 40, 9, "g")
-    ref = errors_by_task_group(model, pat, test, 40, 9, "g")
-    assert {g: v["error"] for g, v in rep.items()} == ref
     # the training group's sums, recomputed from its own prompts with a loop over examples
     tasks = all_tasks(data.M1)
     names = task_groups(tasks, data.M1)

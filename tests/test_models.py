@@ -258,22 +258,28 @@ def test_variables_path_equals_materialised_prompts(kind, which):
         assert (model.logits(pr) - pr.P @ model.w).abs().max() < 1e-12
 
 
-def test_prompts_project_onto_their_patterns_single_and_stacked():
-    """Prompts.project / Prompts.query_form read w^T p_i and p_i^T M p_query from the patterns' tables."""
+def test_basis_lookups_are_the_projections_of_the_materialised_prompts():
+    """basis_logits / basis_scores read w^T p_i and p_i^T M p_query from the tables of the token basis; checked
+    against P @ w and the bilinear form on the materialised prompts (einsum), single and stacked."""
+    from mambaicl.models.pattern_eq3 import attention_table, basis_logits, basis_scores, logit_table
+
     data = DataConfig()
     pat = make_patterns(data, torch.Generator().manual_seed(0))
     g = torch.Generator().manual_seed(3)
     w = torch.randn(data.d + 1, generator=g, dtype=torch.float64)
     M = torch.randn(data.d + 1, data.d + 1, generator=g, dtype=torch.float64)
     one = training_prompts(pat, data, training_tasks(6), 16, np.random.default_rng(1))
-    assert (one.project(w) - one.P @ w).abs().max() < 1e-12
-    assert (one.query_form(M) - torch.einsum("bld,de,be->bl", one.P, M, one.P[:, -1])).abs().max() < 1e-12
+    b = one.basis()
+    assert (basis_logits(logit_table(w[None], b.rows), b)[0] - one.P @ w).abs().max() < 1e-12
+    ref = torch.einsum("bld,de,be->bl", one.P, M, one.P[:, -1])
+    assert (basis_scores(attention_table(b.rows, M=M[None]), b)[0] - ref).abs().max() < 1e-12
     stacked = training_prompts(pat, data, training_tasks(6), 16, numpy_streams([0, 1], "p"))
+    b = stacked.basis()
     W = torch.stack([w, -w])  # (S, d+1)
-    assert (stacked.project(W) - torch.einsum("sbld,sd->sbl", stacked.P, W)).abs().max() < 1e-12
+    assert (basis_logits(logit_table(W, b.rows), b) - torch.einsum("sbld,sd->sbl", stacked.P, W)).abs().max() < 1e-12
     Ms = torch.stack([M, M.T])
     ref = torch.einsum("sbld,sde,sbe->sbl", stacked.P, Ms, stacked.P[:, :, -1])
-    assert (stacked.query_form(Ms) - ref).abs().max() < 1e-12
+    assert (basis_scores(attention_table(b.rows, M=Ms), b) - ref).abs().max() < 1e-12
 
 
 def test_gate_from_logits_is_the_looped_product_along_any_axis():
@@ -402,3 +408,19 @@ def test_check_shapes_binds_symbols_and_names_the_first_mismatch():
         check_shapes(P=(P, "batch L d0"), W_B=(W_B, "m d0"), W_C=(torch.zeros(3, 5), "m d0"))
     with pytest.raises(ConfigError, match=r"^P must have shape \(batch, L, d0\); got \(5, 4\)"):
         check_shapes(P=(torch.zeros(5, 4), "batch L d0"))
+
+
+def test_no_model_reads_a_prompt_field_by_name():
+    """Models read a prompt batch only through its methods (tokens, labels, basis): changing Definition 1's
+    token layout touches mambaicl/data only."""
+    import dataclasses
+    import pathlib
+    import re
+
+    from mambaicl.data import Prompts
+
+    names = [f.name for f in dataclasses.fields(Prompts)] + ["P"]
+    pattern = re.compile(r"\b(?:P|pr|prompts)\.(" + "|".join(names) + r")\b")
+    for path in sorted(pathlib.Path(mambaicl.models.__file__).parent.glob("*.py")):
+        hits = [line for line in path.read_text().splitlines() if pattern.search(line)]
+        assert not hits, f"{path.name} reads prompt fields: {hits}"

@@ -63,7 +63,7 @@ def test_single_model_on_prompts_matches_the_prompt_tensor(cls):
 
 
 def test_attention_table_by_its_definition():
-    """R[a, b] = e_a^T W_B^T W_C e_b with e_a over (mu; 0), (nu; 0), (v; 0), (0; 1); T[a] = w^T e_a."""
+    """Q[b, a] = e_a^T W_B^T W_C e_b with e_a over (mu; 0), (nu; 0), (v; 0), (0; 1); T[a] = w^T e_a."""
     pat = make_patterns(DATA, torch.Generator().manual_seed(0))
     rows = torch.cat([pat.mu, pat.nu, pat.v])  # (n, d)
     D = DATA.d + 1
@@ -72,7 +72,7 @@ def test_attention_table_by_its_definition():
     g = torch.Generator().manual_seed(2)
     W_B, W_C = (torch.randn(2, 9, D, generator=g, dtype=torch.float64) for _ in range(2))
     M = W_B.transpose(1, 2) @ W_C
-    want = torch.einsum("ad,sde,be->sab", basis, M, basis)
+    want = torch.einsum("ad,sde,be->sba", basis, M, basis)
     assert (attention_table(rows, W_B=W_B, W_C=W_C) - want).abs().max() < 1e-12
     assert (attention_table(rows, M=M) - want).abs().max() < 1e-12
     w = torch.randn(2, D, generator=g, dtype=torch.float64)
@@ -92,7 +92,7 @@ def test_token_basis_rebuilds_the_prompts():
 
 
 def test_pattern_gated_sum_gradcheck():
-    """The hand-written backward against finite differences (float64) for the tables T and R."""
+    """The compiled backward against finite differences (float64) for the tables T and Q."""
     pr = _prompts(2, batch=3)
     b = pr.basis()
     g = torch.Generator().manual_seed(3)

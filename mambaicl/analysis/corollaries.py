@@ -29,7 +29,7 @@ import torch
 from ..config import ConfigError, TestConfig, check_int, check_ints
 from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from ..data import Patterns, Prompts, tasks_by_group, test_prompts
-from ..evaluate import predict, zero_one_error
+from ..evaluate import errors_by_task_group, predict, zero_one_error
 from ..models.kernels import suffix_sum
 from .fits import decay_stats
 from ..seeding import numpy_stream, substage
@@ -205,19 +205,20 @@ def group_report(model, pat: Patterns, test: TestConfig, n: int, seed: int,
                  stage: str = "test/groups") -> dict[str, dict]:
     """Test error and Corollary 1's sums on each task group (:func:`mambaicl.data.task_groups`).
 
-    ``n`` prompts per group ``g``, drawn from the stream ``(seed, f"{stage}/group={g}")`` (the
-    draws of :func:`mambaicl.evaluate.errors_by_task_group`, so the errors equal its errors).
+    The error is :func:`mambaicl.evaluate.errors_by_task_group`'s; the sums are read on the same prompts: ``n``
+    per group ``g``, from the stream ``(seed, f"{stage}/group={g}")``.
 
     Returns:
         ``group -> {"error": float, "same": [per layer], "other": [per layer]}``: the 0-1 error and
         the means over the group's prompts of the two sums of Eq. (6), layer by layer.
     """
+    errors = errors_by_task_group(model, pat, test, n, seed, stage)
     out = {}
     for name, tasks in tasks_by_group(pat.mu.shape[0]).items():
         pr = test_prompts(pat, test, tasks, n, numpy_stream(seed, substage(stage, group=name)))
         sums = [attention_sums(att, pr.relevant) for att, _ in query_terms(model, pr.P)]
-        out[name] = {"error": zero_one_error(predict(model, pr.P), pr.z),
-                     "same": [float(a.mean()) for a, _ in sums], "other": [float(b.mean()) for _, b in sums]}
+        out[name] = {"error": errors[name], "same": [float(a.mean()) for a, _ in sums],
+                     "other": [float(b.mean()) for _, b in sums]}
     return out
 
 

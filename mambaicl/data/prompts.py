@@ -19,10 +19,10 @@ Glossary (code name -> paper symbol):
 ``x_i = mu_{relevant_i} + kappa_i nu_{irrelevant_i} + outlier_scale_i * outliers[outlier_index_i]``
 (Eq. (4)/(5)), so a batch of prompts is fully described by a few integer and real arrays of
 shape ``(..., l+1)``; :attr:`Prompts.P` materialises the ``(..., l+1, d+1)`` tensor of Eq. (2)
-on demand. The one-layer models read the projections they need through :meth:`Prompts.project`
-(``w^T p_i``) and :meth:`Prompts.query_form` (``p_i^T M p_query``): a projection is a look-up in a
-table of ``w^T mu_j``, ``w^T nu_k``, ``w^T v_s``, which makes a training step cost ``O(batch l)``
-instead of ``O(batch l d)``.
+on demand (:meth:`Prompts.tokens`). The one-layer models read a batch through :meth:`Prompts.basis`
+(:class:`TokenBasis`): every token as four terms over the rows ``[mu; nu; v]`` and the label entry, so that
+``w^T p_i`` and ``p_i^T M p_query`` are look-ups in tables of the rows' projections and a training step
+costs ``O(batch l)`` instead of ``O(batch l d)``; no model reads the fields below by name.
 
 **Leading dimensions.** With one NumPy stream (:func:`mambaicl.seeding.numpy_stream`) the arrays
 are ``(batch, ...)``; with a list of ``S`` streams (one per seed) they are ``(S, batch, ...)`` and
@@ -51,7 +51,7 @@ from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
 
 __all__ = ["Prompts", "TokenBasis", "training_prompts", "test_prompts", "outlier_mask", "outlier_labels", "draw_uniforms",
-           "materialize", "take"]
+           "materialize"]
 
 
 class TokenBasis(NamedTuple):
@@ -122,7 +122,7 @@ class Prompts:
         return Prompts(**{f.name: (getattr(self, f.name).to(dtype) if getattr(self, f.name).is_floating_point()
                                    else getattr(self, f.name)) for f in fields(self)})
 
-    # ------------------------------------------------------------ projections onto the patterns
+    # ------------------------------------------------------------ what the models read
 
     def basis(self) -> TokenBasis:
         """The prompts as :class:`TokenBasis`, with a seed axis (added if absent): by Eq. (4)/(5) token ``i`` is
@@ -142,50 +142,6 @@ class Prompts:
         index[..., l, 2], coef[..., :l, 2], coef[..., l, 2] = M1 + M2, self.outlier_scale, 0
         index[..., 3], coef[..., 3] = rows.shape[0], self.y
         return TokenBasis(index, coef, rows)
-
-    def project(self, w: torch.Tensor) -> torch.Tensor:
-        """``w^T p_i`` for every token, read from tables of the patterns' projections, ``(..., l+1)``.
-
-        By Eq. (4)/(5), ``w^T p_i = w^T mu_{j_i} + kappa_i w^T nu_{k_i} + c_i w^T v_{s_i} + y_i w_{d+1}``:
-        three look-ups instead of materialising :attr:`P`. ``w`` is ``(d+1,)`` for prompts
-        ``(batch, ...)`` or ``(S, d+1)`` (one row per seed) for stacked prompts ``(S, batch, ...)``.
-        """
-        if w.dim() == 1:
-            return self[None].project(w[None])[0]
-        d, l = self.mu.shape[-1], self.l
-        wx = w[:, :d]  # (S, d)
-        out = take(wx @ self.mu.T, self.relevant) + self.kappa * take(wx @ self.nu.T, self.irrelevant)  # (S, B, L)
-        out = out + self.y * w[:, d, None, None]
-        head = out[..., :l] + self.outlier_scale * take(wx @ self.outliers.T, self.outlier_index)
-        return torch.cat([head, out[..., l:]], dim=-1)
-
-    def query_form(self, M: torch.Tensor) -> torch.Tensor:
-        """``p_i^T M p_query`` for every token, ``(..., l+1)``; ``M`` is ``(D, D)`` (``(S, D, D)`` for stacked prompts).
-
-        The query has no outlier and label 0, so ``u = M (x_query; 0)`` is a sum of two rows of
-        the tables ``mu M^T``, ``nu M^T``; then ``p_i^T u`` is read like :meth:`project`.
-        """
-        if M.dim() == 2:
-            return self[None].query_form(M[None])[0]
-        d, l = self.mu.shape[-1], self.l
-        S, B = self.relevant.shape[:2]
-        Mx = M[..., :d]  # (S, D, d): acts on x_query
-        A_mu, A_nu = self.mu @ Mx.transpose(1, 2), self.nu @ Mx.transpose(1, 2)  # (S, M1, D), (S, M2, D)
-        D = M.shape[-1]
-        j_q, k_q = self.relevant[..., -1], self.irrelevant[..., -1]  # (S, B)
-        u = A_mu.gather(1, j_q.unsqueeze(-1).expand(S, B, D)) \
-            + self.kappa[..., -1:] * A_nu.gather(1, k_q.unsqueeze(-1).expand(S, B, D))  # (S, B, D): M p_query
-        ux = u[..., :d]  # (S, B, d)
-        att = (ux @ self.mu.T).gather(2, self.relevant) + self.kappa * (ux @ self.nu.T).gather(2, self.irrelevant)
-        att = att + self.y * u[..., d:]
-        head = att[..., :l] + self.outlier_scale * (ux @ self.outliers.T).gather(2, self.outlier_index)
-        return torch.cat([head, att[..., l:]], dim=-1)  # (S, B, L)
-
-
-def take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``out[s, ...] = table[s, index[s, ...]]`` for a table ``(S, n)`` (any strides) and index ``(S, ...)``: the one
-    look-up of pattern tables by prompt coordinates (:meth:`Prompts.project`, :mod:`mambaicl.models.pattern_eq3`)."""
-    return table.gather(1, index.reshape(index.shape[0], -1)).view(index.shape)
 
 
 def materialize(pr: Prompts) -> torch.Tensor:

@@ -30,7 +30,7 @@ import torch.nn.functional as F_
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError
-from .kernels import running_sum, suffix_after, suffix_sum
+from .kernels import running_sum, scores, suffix_after, suffix_sum
 
 __all__ = [
     "check_prompt",
@@ -91,7 +91,7 @@ def bilinear_scores(P: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
     """``p_i^T M p_query`` for every token, ``(..., l+1)``; ``M`` is ``(D, D)`` or stacked ``(S, D, D)``."""
     query = P[..., -1, :]  # (..., D)
     v = query @ M.transpose(-1, -2)  # (..., D): M p_query (batched over a leading seed axis if M is stacked)
-    return (P @ v.unsqueeze(-1)).squeeze(-1)  # (..., l+1)
+    return scores(P, v.unsqueeze(-2)).squeeze(-2)  # (..., l+1): the tokens as keys, M p_query as the query
 
 
 def attention_scores(P: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor) -> torch.Tensor:

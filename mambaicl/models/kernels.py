@@ -9,13 +9,13 @@ Glossary (code name -> paper symbol):
 ``running_sum``     ``sum_{j<=i} x_j``: the exponent of a gate read at every position at once
 ``keys``            ``W_B u_s`` of every head, ``(batch, H, L, m)``
 ``queries``         ``W_C u_t`` of every head, ``(batch, H, L, m)``
-``scores``          ``u_s^T W_B^T W_C u_t``, row ``t`` reads column ``s``, zero for ``s > t``
+``scores``          ``u_s^T W_B^T W_C u_t``, row ``t`` reads column ``s`` (zero for ``s > t`` if causal)
 ==================  ======================================================================
 
 Every gate of the book (Eq. (3), the channel-wise gate of Eq. (1) unrolled in App. 11.1, the
 App. 12 families, the S6 gate of Mamba-1) is ``exp`` of a sum of per-token log-terms over the
 tokens after (or up to) a position: :func:`suffix_sum` (with :func:`suffix_after`) and
-:func:`running_sum` are the only cumulative sums of :mod:`mambaicl.models`. Every causal score matrix is :func:`causal_scores`;
+:func:`running_sum` are the only cumulative sums of :mod:`mambaicl.models`. Every score is :func:`scores`;
 every softmax is :func:`row_softmax`, whose sums are running sums, so its bits do not depend on the CPU's
 vector width.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "causal_scores",
+__all__ = ["suffix_sum", "suffix_after", "running_sum", "causal_mask", "heads_keys_queries", "scores", "causal_scores",
            "row_softmax"]
 
 
@@ -63,9 +63,18 @@ def heads_keys_queries(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor) ->
     return keys, queries
 
 
+def scores(keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """``scores[..., t, s] = queries_t . keys_s``, ``(..., L_q, L_k)`` from keys ``(..., L_k, m)`` and queries
+    ``(..., L_q, m)``: the one score computation of the package. The deep stacks' causal scores
+    (:func:`causal_scores`), Eq. (3)'s scores of the query against every token
+    (:func:`mambaicl.models.gated_attention.bilinear_scores`) and the attention table of a token basis
+    (:func:`mambaicl.models.pattern_eq3.attention_table`) are all this product."""
+    return queries @ keys.transpose(-1, -2)
+
+
 def causal_scores(keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
     """``scores[..., t, s] = queries_t . keys_s`` for ``s <= t``, else 0; ``(..., L, L)`` from ``(..., L, m)``."""
-    return (queries @ keys.transpose(-1, -2)) * causal_mask(keys.shape[-2], keys.device)
+    return scores(keys, queries) * causal_mask(keys.shape[-2], keys.device)
 
 
 class _RowSoftmax(torch.autograd.Function):

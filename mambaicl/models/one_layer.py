@@ -17,7 +17,7 @@ and ``forward`` (:func:`mambaicl.models.gated_attention.gated_sum`). A single mo
 one set of parameters; :class:`OneLayerStack` holds ``S`` sets stacked on a seed axis, and the gate
 families of App. 12 (:class:`mambaicl.models.gla.GLAStack`) are a :class:`OneLayerStack` with
 another gate. On a :class:`mambaicl.data.Prompts` batch the projections are read through
-:meth:`~mambaicl.data.Prompts.project` and :meth:`~mambaicl.data.Prompts.query_form` (Eq. (4)/(5))
+its token basis (:meth:`~mambaicl.data.Prompts.basis`, Eq. (4)/(5)) and the tables of :mod:`mambaicl.models.pattern_eq3`
 instead of materialising ``P``. Implements Eq. (3) of Li et al. (2025).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from torch import nn
 from ..config import ONE_LAYER_KINDS, check_choice, check_int
 from .defaults import ONE_LAYER_DELTA, check_dims, check_generators
 from .gated_attention import bilinear_scores, check_prompt, gate_from_logits, gated_sum
-from .pattern_eq3 import attention_table, logit_table, pattern_gated_sum
+from .pattern_eq3 import attention_table, basis_logits, basis_scores, logit_table, pattern_gated_sum
 from .shapes import token_labels, tokens
 
 __all__ = ["Eq3", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "OneLayerStack",
@@ -73,9 +73,11 @@ class Eq3:
 
     def attention(self, P) -> torch.Tensor:
         """``p_i^T M p_query`` for every token, ``(..., l+1)``."""
-        ref = self._ref(P)
-        M = self.bilinear(ref.dtype).to(ref.device)
-        return bilinear_scores(P, M) if isinstance(P, torch.Tensor) else P.query_form(M)
+        if isinstance(P, torch.Tensor):
+            check_prompt(P, self.d)
+            return bilinear_scores(P, self.bilinear(P.dtype).to(P.device))
+        basis = P.basis()
+        return self._per_prompts(basis_scores(self._attention_table(basis), basis), P)
 
     def logits(self, P) -> torch.Tensor:
         """``w^T p_i`` for every token, ``(..., l+1)`` (gated kinds only)."""
@@ -83,7 +85,28 @@ class Eq3:
         w = self.w.to(dtype=ref.dtype, device=ref.device)
         if isinstance(P, torch.Tensor):
             return P @ w if w.dim() == 1 else (P @ w[:, None, :, None]).squeeze(-1)
-        return P.project(w)
+        basis = P.basis()
+        return self._per_prompts(basis_logits(self._logit_table(basis), basis), P)
+
+    def _per_prompts(self, out: torch.Tensor, P) -> torch.Tensor:
+        """Drop the seed axis :meth:`Prompts.basis` added to a batch without one."""
+        return out[0] if token_labels(P).dim() == out.dim() - 1 else out
+
+    def _logit_table(self, basis) -> torch.Tensor:
+        """``T = w^T e_a`` of every seed, ``(S, n + 1)`` (:func:`mambaicl.models.pattern_eq3.logit_table`)."""
+        w = self.w.to(dtype=basis.coef.dtype, device=basis.coef.device)
+        return logit_table(w if self.stacked else w[None], basis.rows)
+
+    def _attention_table(self, basis) -> torch.Tensor:
+        """``Q[b, a] = e_a^T M e_b`` of every seed, ``(S, n + 1, n + 1)``: from the factors ``W_B``, ``W_C`` when
+        the model has them (:func:`mambaicl.models.pattern_eq3.attention_table`)."""
+        dtype, device = basis.coef.dtype, basis.coef.device
+        if hasattr(self, "W_B"):
+            W_B, W_C = (getattr(self, k).to(dtype=dtype, device=device) for k in ("W_B", "W_C"))
+            return attention_table(basis.rows, W_B=W_B if self.stacked else W_B[None],
+                                   W_C=W_C if self.stacked else W_C[None])
+        M = self.bilinear(dtype).to(device)
+        return attention_table(basis.rows, M=M if self.stacked else M[None])
 
     def gate(self, P) -> torch.Tensor:
         """``G_{i,l+1}(w)`` for every token, ``(..., l+1)``; sums to at most 1 (ones if ungated)."""
@@ -107,17 +130,7 @@ class Eq3:
 
     def _pattern_forward(self, P) -> torch.Tensor:
         basis = P.basis()  # (S, batch, ...), a seed axis added for a single model
-        dtype, device = basis.coef.dtype, basis.coef.device
-        w = self.w.to(dtype=dtype, device=device)
-        w = w if self.stacked else w[None]  # (S, d+1)
-        if hasattr(self, "W_B"):
-            W_B, W_C = (getattr(self, k).to(dtype=dtype, device=device) for k in ("W_B", "W_C"))
-            R = attention_table(basis.rows, W_B=W_B if self.stacked else W_B[None],
-                                W_C=W_C if self.stacked else W_C[None])
-        else:
-            M = self.bilinear(dtype).to(device)
-            R = attention_table(basis.rows, M=M if self.stacked else M[None])
-        F = pattern_gated_sum(logit_table(w, basis.rows), R, basis)  # (S, batch)
+        F = pattern_gated_sum(self._logit_table(basis), self._attention_table(basis), basis)  # (S, batch)
         return F if self.stacked else F[0]
 
 

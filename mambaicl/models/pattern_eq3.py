@@ -6,11 +6,12 @@ Glossary (code name -> paper symbol):
 ``basis``         a :class:`mambaicl.data.TokenBasis`: token ``p_i = sum_k coef_{ik} e_{index_{ik}}`` over
                   ``e_a = (rows_a; 0)`` (``rows = [mu; nu; v]``, Eq. (4)/(5)) and ``e_n = (0; 1)``, the label entry
 ``T``             the logit table ``T[a] = w^T e_a``, ``(S, n + 1)``: ``w_{1:d}^T [mu; nu; v]`` and ``w_{d+1}``
-``R``             the attention table ``R[a, b] = e_a^T W_B^T W_C e_b``, ``(S, n + 1, n + 1)``
+``Q``             the attention table ``Q[b, a] = (W_C e_b) . (W_B e_a) = e_a^T W_B^T W_C e_b``, ``(S, n + 1, n + 1)``:
+                  row ``b`` a query basis vector, column ``a`` a key
 ================  ==========================================================================
 
 With these tables a token's logit ``w^T p_i = sum_k coef_{ik} T[index_{ik}]`` and its score
-``p_i^T W_B^T W_C p_query = sum_k coef_{ik} U[index_{ik}]``, ``U[a] = sum_k coef_{query,k} R[a, index_{query,k}]``,
+``p_i^T W_B^T W_C p_query = sum_k coef_{ik} U[index_{ik}]``, ``U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]``,
 are each four look-ups, so a training step costs ``O(S batch l)`` instead of ``O(S batch l d)``.
 :func:`pattern_gated_sum` is ``F(Psi; P) = sum_i G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query`` (Eq. (3) of Li et al.,
 2025): one pass per prompt computes the logits, the scores and the gate ``G_i = sigma_i prod_{j>i} (1 - sigma_j)``
@@ -20,6 +21,8 @@ the tables. The two passes are loops compiled by Numba: plain float64 arithmetic
 same bits on every CPU and for every seed count. They are tested against the formula as written on materialised
 prompts (:func:`mambaicl.models.gated_attention.mamba_output`, autograd) and by ``gradcheck``
 (``tests/test_pattern_eq3.py``). On a GPU the models use the tensor formula instead.
+:func:`basis_logits` and :func:`basis_scores` are the same look-ups in PyTorch (autograd, any device), in the same
+order, for the models' ``logits`` and ``attention`` on a prompt batch.
 """
 from __future__ import annotations
 
@@ -30,7 +33,9 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
-__all__ = ["attention_table", "logit_table", "pattern_gated_sum"]
+from .kernels import scores
+
+__all__ = ["attention_table", "logit_table", "basis_logits", "basis_scores", "pattern_gated_sum"]
 
 
 def logit_table(w: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -51,16 +56,45 @@ def _basis_vectors(rows: torch.Tensor) -> torch.Tensor:
 
 def attention_table(rows: torch.Tensor, *, M: torch.Tensor | None = None, W_B: torch.Tensor | None = None,
                     W_C: torch.Tensor | None = None) -> torch.Tensor:
-    """``R[a, b] = e_a^T M e_b``, ``(S, n + 1, n + 1)``, from ``M`` ``(S, D, D)`` or its factors ``W_B``, ``W_C``
-    ``(S, m, D)`` (``M = W_B^T W_C``, never formed): the keys ``W_B e_a`` scored against the queries ``W_C e_b``."""
+    """``Q[b, a] = e_a^T M e_b``, ``(S, n + 1, n + 1)``, from ``M`` ``(S, D, D)`` or its factors ``W_B``, ``W_C``
+    ``(S, m, D)`` (``M = W_B^T W_C``, never formed): :func:`mambaicl.models.kernels.scores` of the keys
+    ``W_B e_a`` against the queries ``W_C e_b`` (or of ``e_a`` against ``M e_b``)."""
     E = _basis_vectors(rows)  # (n+1, D)
     if M is None:
-        return (W_B @ E.T).transpose(-1, -2) @ (W_C @ E.T)  # (S, n+1, n+1)
-    return E @ (M @ E.T)  # (S, n+1, n+1)
+        return scores((W_B @ E.T).transpose(-1, -2), (W_C @ E.T).transpose(-1, -2))  # (S, n+1, n+1)
+    return scores(E, E @ M.transpose(-1, -2))  # (S, n+1, n+1): queries (M e_b)^T
+
+
+def _in_order(terms: torch.Tensor) -> torch.Tensor:
+    """``terms[..., 0] + terms[..., 1] + ...`` added left to right (as the compiled kernel adds them)."""
+    out = terms[..., 0]
+    for k in range(1, terms.shape[-1]):
+        out = out + terms[..., k]
+    return out
+
+
+def basis_logits(T: torch.Tensor, basis) -> torch.Tensor:
+    """``w^T p_i = sum_k coef_{ik} T[index_{ik}]`` for every token, ``(S, B, L)``, from ``T`` ``(S, n + 1)``."""
+    S = basis.index.shape[0]
+    looked = T.expand(S, -1).gather(1, basis.index.reshape(S, -1)).view(basis.index.shape)  # (S, B, L, K)
+    return _in_order(basis.coef * looked)
+
+
+def basis_scores(Q: torch.Tensor, basis) -> torch.Tensor:
+    """``p_i^T M p_query = sum_k coef_{ik} U[index_{ik}]`` for every token, ``(S, B, L)``, from ``Q``
+    ``(S, n + 1, n + 1)``; ``U = M p_query`` in the basis, ``U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]``."""
+    S, B, L, K = basis.index.shape
+    n1 = Q.shape[-1]
+    Q = Q.expand(S, -1, -1)
+    q_index, q_coef = basis.index[..., -1, :], basis.coef[..., -1, :]  # (S, B, K): the query's terms
+    rows = [q_coef[..., k, None] * Q.gather(1, q_index[..., k, None].expand(S, B, n1)) for k in range(K)]
+    U = _in_order(torch.stack(rows, dim=-1))  # (S, B, n+1)
+    looked = U.gather(2, basis.index.reshape(S, B, -1)).view(S, B, L, K)
+    return _in_order(basis.coef * looked)
 
 
 @njit(cache=True)
-def _forward(T, R, index, coef, sig, G, att, F):
+def _forward(T, Q, index, coef, sig, G, att, F):
     """Eq. (3) per prompt: logits, scores, gate and ``F`` (see the module docstring); fills ``sig``, ``G``,
     ``att`` ``(S, B, L)`` and ``F`` ``(S, B)``."""
     S, B, L, K = index.shape
@@ -71,7 +105,7 @@ def _forward(T, R, index, coef, sig, G, att, F):
             for a in range(n1):  # U = M p_query in the basis: the query is the last token
                 acc = 0.0
                 for k in range(K):
-                    acc += coef[s, b, L - 1, k] * R[s, a, index[s, b, L - 1, k]]
+                    acc += coef[s, b, L - 1, k] * Q[s, index[s, b, L - 1, k], a]
                 U[a] = acc
             keep = 1.0  # prod_{j>i} (1 - sigma_j)
             f = 0.0
@@ -95,8 +129,8 @@ def _forward(T, R, index, coef, sig, G, att, F):
 
 
 @njit(cache=True)
-def _backward(gF, index, coef, sig, G, att, gT, gR):
-    """Add ``dLoss/dT`` and ``dLoss/dR`` into ``gT`` ``(S, n + 1)`` and ``gR`` ``(S, n + 1, n + 1)`` from
+def _backward(gF, index, coef, sig, G, att, gT, gQ):
+    """Add ``dLoss/dT`` and ``dLoss/dQ`` into ``gT`` ``(S, n + 1)`` and ``gQ`` ``(S, n + 1, n + 1)`` from
     ``gF = dLoss/dF`` ``(S, B)`` and the forward's ``sig``, ``G``, ``att``."""
     S, B, L, K = index.shape
     n1 = gT.shape[1]
@@ -117,11 +151,11 @@ def _backward(gF, index, coef, sig, G, att, gT, gR):
                     j = index[s, b, i, k]
                     gT[s, j] += g_x * coef[s, b, i, k]
                     gU[j] += g_a * coef[s, b, i, k]
-            for k in range(K):  # U[a] = sum_k coef_{query,k} R[a, index_{query,k}]
+            for k in range(K):  # U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]
                 j = index[s, b, L - 1, k]
                 cq = coef[s, b, L - 1, k]
                 for a in range(n1):
-                    gR[s, a, j] += gU[a] * cq
+                    gQ[s, j, a] += gU[a] * cq
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -129,36 +163,36 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 class _PatternEq3(torch.autograd.Function):
-    """``F`` of Eq. (3) from the tables ``T``, ``R`` and a :class:`~mambaicl.data.TokenBasis`; see
+    """``F`` of Eq. (3) from the tables ``T``, ``Q`` and a :class:`~mambaicl.data.TokenBasis`; see
     :func:`pattern_gated_sum`."""
 
     @staticmethod
-    def forward(ctx, T, R, index, coef):
+    def forward(ctx, T, Q, index, coef):
         S, B, L, _ = index.shape
         sig, G, att = (np.empty((S, B, L)) for _ in range(3))
         F = np.empty((S, B))
         idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
-        _forward(_np(T).astype(np.float64, copy=False), _np(R).astype(np.float64, copy=False), idx, cf, sig, G, att, F)
+        _forward(_np(T).astype(np.float64, copy=False), _np(Q).astype(np.float64, copy=False), idx, cf, sig, G, att, F)
         ctx.saved = (idx, cf, sig, G, att)
-        ctx.shape = (tuple(T.shape), tuple(R.shape))
+        ctx.shape = (tuple(T.shape), tuple(Q.shape))
         return torch.from_numpy(F).to(T.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gF):
         idx, cf, sig, G, att = ctx.saved
-        gT, gR = np.zeros(ctx.shape[0]), np.zeros(ctx.shape[1])
-        _backward(_np(gF).astype(np.float64, copy=False), idx, cf, sig, G, att, gT, gR)
+        gT, gQ = np.zeros(ctx.shape[0]), np.zeros(ctx.shape[1])
+        _backward(_np(gF).astype(np.float64, copy=False), idx, cf, sig, G, att, gT, gQ)
         dtype = gF.dtype
-        return torch.from_numpy(gT).to(dtype), torch.from_numpy(gR).to(dtype), None, None
+        return torch.from_numpy(gT).to(dtype), torch.from_numpy(gQ).to(dtype), None, None
 
 
-def pattern_gated_sum(T: torch.Tensor, R: torch.Tensor, basis) -> torch.Tensor:
+def pattern_gated_sum(T: torch.Tensor, Q: torch.Tensor, basis) -> torch.Tensor:
     """``F(Psi; P) = sum_i G_{i,l+1}(w) y_i p_i^T M p_query`` (Eq. (3)) of stacked prompts given in a token basis
     (``S`` seeds, :meth:`mambaicl.data.Prompts.basis`), ``(S, batch)``, on the CPU.
 
-    ``T`` ``(S, n + 1)`` (:func:`logit_table`), ``R`` ``(S, n + 1, n + 1)`` (:func:`attention_table`). The
+    ``T`` ``(S, n + 1)`` (:func:`logit_table`), ``Q`` ``(S, n + 1, n + 1)`` (:func:`attention_table`). The
     backward is written out: ``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i`` and ``dF/da_i = G_i y_i``,
     sent back to the tables through the same look-ups.
     """
-    return _PatternEq3.apply(T, R, basis.index, basis.coef)
+    return _PatternEq3.apply(T, Q, basis.index, basis.coef)
