@@ -13,7 +13,9 @@ slows both alike. A step is everything the engine does: draw the prompts, forwar
 sensitive to other processes at one thread (at two threads it sums both threads' time, i.e. the cost, not the
 latency).
 
-Prints the time per step of every run and, per round, the ratio ``t(8 seeds) / t(1 seed)``, then the part of a
+Prints the time per step of every run and, per round, the ratio ``t(8 seeds) / t(1 seed)``, then the cost model
+``t(S) = a + b S`` from the medians (``a`` what every step costs whatever the seed count, ``b`` what one more seed
+costs; the ratio is ``(a + 8 b) / (a + b)``, so it rises when ``a`` falls), then the part of a
 step spent drawing the prompts (one NumPy SFC64 stream per seed: a cost that grows with the seeds), first at
 ``--also-threads`` threads (a line ``at 2 threads: 8 seeds cost N.NNx one seed``), then at ``--threads``; the last
 lines are ``20 seeds cost N.NNx one seed`` and, last, ``8 seeds cost N.NNx one seed``: the median ratios over
@@ -64,13 +66,19 @@ def ratio(steps: int, rounds: int, dtype: torch.dtype, threads: int, label: str 
     torch.set_num_threads(threads)
     step_time(1, 20, dtype)  # warm-up (allocator, dispatch caches)
     step_time(many, 20, dtype)
-    ratios = []
+    ratios, times = [], {1: [], many: []}
     for r in range(rounds):
         order = (1, many) if r % 2 == 0 else (many, 1)
         t = {n: step_time(n, steps, dtype, clock) for n in order}
         ratios.append(t[many] / t[1])
+        for n in t:
+            times[n].append(t[n])
         print(f"{label}round {r + 1}: 1 seed {1e3 * t[1]:.2f} ms/step, {many} seeds {1e3 * t[many]:.2f} ms/step "
               f"(ran {order[0]} first): ratio {ratios[-1]:.2f}")
+    t1, tm = statistics.median(times[1]), statistics.median(times[many])
+    per_seed = (tm - t1) / (many - 1)
+    print(f"{label}cost model t(S) = a + b S (medians): a = {1e3 * (t1 - per_seed):.2f} ms per step whatever the seed "
+          f"count (Python, dispatch, autograd, optimizer), b = {1e3 * per_seed:.3f} ms per seed")
     draw = {n: sampling_time(n, steps, dtype, clock) for n in (1, many)}
     print(f"{label}of which drawing the prompts: 1 seed {1e3 * draw[1]:.2f} ms/step, {many} seeds "
           f"{1e3 * draw[many]:.2f} ms/step (each seed draws from its own stream, so this part grows with the seeds)")
