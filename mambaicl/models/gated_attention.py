@@ -13,29 +13,34 @@ Glossary (code name -> paper symbol):
 ``F``             ``F(Psi; P) = sum_i G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query``, ``(...)``
 ================  =========================================================
 
-The gate is computed in log space, ``log G_i = log sigma(w^T p_i) + sum_{j>i} log(1 -
-sigma(w^T p_j))``, with one reverse cumulative sum (:func:`mambaicl.models.kernels.suffix_after`):
-O(l) work and no overflow for any logit. :func:`log_gate` is that sum; :func:`gate_from_logits` is
-the gate for any shape and along any axis (the gate of the one-layer models, of the deep stacks'
-probes and of the lemmas' probes). :func:`gate_naive` is the O(l^2) product written exactly as in
-Eq. (3). :func:`gated_sum` is Eq. (3)'s output given the logits and the scores, with the same gate
-and a hand-written backward pass: every model of Eq. (3) computes ``F`` through it;
-:func:`mamba_output` is the formula as written on a prompt tensor (Chapter 1). The models themselves are in
-:mod:`mambaicl.models.one_layer`. Implements Eq. (3) of Li et al. (2025).
+:func:`gate_from_logits` is the gate for any shape and along any axis (the gate of the one-layer models'
+diagnostics, of the deep stacks' probes and of the lemmas' probes), computed in log space, ``log G_i = log
+sigma(w^T p_i) + sum_{j>i} log(1 - sigma(w^T p_j))``, with one reverse cumulative sum
+(:func:`mambaicl.models.kernels.suffix_after`): O(l) work and no overflow for any logit. :func:`gate_naive` is
+the O(l^2) product written exactly as in Eq. (3). :func:`gated_sum` is Eq. (3)'s output given the logits and the
+scores, the one that training differentiates: per prompt, :func:`gate_row_forward` (the gate as a running product
+from the last token back) and its written-out backward :func:`gate_row_backward`, compiled by Numba; every model
+of Eq. (3) computes ``F`` through them (the token-basis kernel of :mod:`mambaicl.models.pattern_eq3` calls the same
+two functions). :func:`mamba_output` is the formula as written on a prompt tensor (Chapter 1). The models themselves
+are in :mod:`mambaicl.models.one_layer`. Implements Eq. (3) of Li et al. (2025).
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 import torch.nn.functional as F_
+from numba import njit
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError
-from .kernels import running_sum, scores, suffix_after, suffix_sum
+from .kernels import scores, suffix_after, suffix_sum
 
 __all__ = [
     "check_prompt",
-    "gated_votes",
-    "gate_backward",
+    "gate_row_forward",
+    "gate_row_backward",
     "bilinear_scores",
     "attention_scores",
     "log_gate",
@@ -144,54 +149,94 @@ def gate_grad_w(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return G.unsqueeze(-1) * ((1 - sig).unsqueeze(-1) * P - after)  # (batch, L, d+1)
 
 
-def gated_votes(logits: torch.Tensor, att: torch.Tensor, y: torch.Tensor) -> tuple:
-    """The forward of Eq. (3)'s gated sum: ``(log sigma, G y, c)``, ``c_i = G_i y_i a_i`` each token's vote, ``(..., L)``.
-    ``F = c.sum(-1)``; :func:`gate_backward` takes the three back."""
-    log_sig = F_.logsigmoid(logits)  # (..., L): log sigma_i
-    G = torch.exp(log_gate(log_sig, log_sig - logits))  # (..., L); log(1 - sigma) = log sigma - x
-    Gy = G * y
-    return log_sig, Gy, Gy * att
+@njit(cache=True)
+def gate_row_forward(x, a, y, sig, G):
+    """Eq. (3)'s gated sum of one prompt: ``F = sum_i G_i y_i a_i`` with ``G_i = sigma_i prod_{j>i} (1 - sigma_j)``,
+    from the logits ``x``, scores ``a`` and labels ``y`` ``(L,)``; fills ``sig`` and ``G`` ``(L,)``.
+
+    From the last token back, one ``exp`` per token: ``sigma`` and ``1 - sigma`` from ``e = exp(-|x|)`` (never
+    the exponential of a large positive number), the product of the later ``1 - sigma_j`` carried along. The one
+    gate of Eq. (3) that training differentiates (compiled by Numba; plain float64 arithmetic in a fixed order).
+    """
+    keep = 1.0  # prod_{j>i} (1 - sigma_j)
+    f = 0.0
+    for i in range(x.shape[0] - 1, -1, -1):
+        e = math.exp(-abs(x[i]))
+        r = 1.0 / (1.0 + e)
+        sg = r if x[i] >= 0.0 else e * r
+        kp = e * r if x[i] >= 0.0 else r
+        sig[i] = sg
+        G[i] = sg * keep
+        keep *= kp
+        f += G[i] * y[i] * a[i]
+    return f
 
 
-def gate_backward(g: torch.Tensor, log_sig: torch.Tensor, Gy: torch.Tensor, votes: torch.Tensor, *, logits: bool = True,
-                  att: bool = True) -> tuple:
-    """The one written-out backward of Eq. (3)'s gated sum, given ``g = dLoss/dF`` ``(..., 1)`` and
-    :func:`gated_votes`: ``(dLoss/dx, dLoss/da)`` with ``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i`` and
-    ``dF/da_i = G_i y_i`` (``None`` for a gradient not asked for)."""
-    g_x = g_a = None
-    if logits:
-        before = running_sum(votes) - votes  # sum_{i<k} c_i
-        g_x = g * (votes - torch.exp(log_sig) * (votes + before))  # c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i
-    if att:
-        g_a = g * Gy
-    return g_x, g_a
+@njit(cache=True)
+def gate_row_backward(g, sig, G, a, y, g_x, g_a):
+    """The one written-out backward of Eq. (3)'s gated sum, for one prompt: given ``g = dLoss/dF`` and
+    :func:`gate_row_forward`'s ``sig``, ``G``, fills ``g_x = dLoss/dx`` and ``g_a = dLoss/da`` ``(L,)`` with
+    ``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i`` and ``dF/da_i = G_i y_i`` (``c_i = G_i y_i a_i``)."""
+    before = 0.0  # sum_{i<k} c_i
+    for i in range(sig.shape[0]):
+        Gy = G[i] * y[i]
+        c = Gy * a[i]
+        g_x[i] = g * (c * (1.0 - sig[i]) - sig[i] * before)
+        g_a[i] = g * Gy
+        before += c
+
+
+@njit(cache=True)
+def _rows_forward(x, a, y, sig, G, F):
+    for p in range(x.shape[0]):
+        F[p] = gate_row_forward(x[p], a[p], y[p], sig[p], G[p])
+
+
+@njit(cache=True)
+def _rows_backward(g, sig, G, a, y, g_x, g_a):
+    for p in range(sig.shape[0]):
+        gate_row_backward(g[p], sig[p], G[p], a[p], y[p], g_x[p], g_a[p])
+
+
+def _rows(t: torch.Tensor, L: int) -> np.ndarray:
+    """``t`` as a C-contiguous float64 ``(N, L)`` array (a copy only if needed)."""
+    return np.ascontiguousarray(t.detach().reshape(-1, L).numpy(), dtype=np.float64)
 
 
 class _GatedSum(torch.autograd.Function):
-    """``F = sum_i G_i(x) y_i a_i`` with the gate of Eq. (3); backward written out (see :func:`gated_sum`)."""
+    """``F = sum_i G_i(x) y_i a_i`` with the gate of Eq. (3), prompt by prompt through :func:`gate_row_forward` and
+    :func:`gate_row_backward` (see :func:`gated_sum`)."""
 
     @staticmethod
     def forward(ctx, logits, att, y):
-        log_sig, Gy, c = gated_votes(logits, att, y)
-        ctx.save_for_backward(log_sig, Gy, c)
-        return c.sum(-1)
+        L = logits.shape[-1]
+        x, a, yy = _rows(logits, L), _rows(att, L), _rows(y, L)
+        sig, G, F = np.empty_like(x), np.empty_like(x), np.empty(x.shape[0])
+        _rows_forward(x, a, yy, sig, G, F)
+        ctx.saved, ctx.shape = (sig, G, a, yy), logits.shape
+        return torch.from_numpy(F).view(logits.shape[:-1]).to(logits.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gF):
-        log_sig, Gy, c = ctx.saved_tensors
-        g_logits, g_att = gate_backward(gF.unsqueeze(-1), log_sig, Gy, c, logits=ctx.needs_input_grad[0],
-                                        att=ctx.needs_input_grad[1])
-        return g_logits, g_att, None
+        sig, G, a, yy = ctx.saved
+        g_x, g_a = np.empty_like(sig), np.empty_like(sig)
+        _rows_backward(np.ascontiguousarray(gF.reshape(-1).numpy(), dtype=np.float64), sig, G, a, yy, g_x, g_a)
+        back = lambda v: torch.from_numpy(v).view(ctx.shape).to(gF.dtype)  # noqa: E731
+        return back(g_x), back(g_a), None
 
 
 def gated_sum(logits: torch.Tensor, att: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``F = sum_i G_{i,L}(x) y_i a_i`` (Eq. (3) given the logits ``x_i = w^T p_i`` and scores ``a_i``), ``(...)``.
 
-    Fused forward and a hand-written backward:
-    ``dF/da_i = G_i y_i`` and ``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i`` with
-    ``c_i = G_i y_i a_i``; tested against autograd through :func:`gate_from_logits` (``tests/reference_kernels.py``).
+    On the CPU: :func:`gate_row_forward` per prompt and the written-out backward :func:`gate_row_backward`
+    (``dF/da_i = G_i y_i``, ``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i``, ``c_i = G_i y_i a_i``), tested
+    against autograd through a looped gate (``tests/reference_kernels.py``). On other devices: the same formula
+    with :func:`gate_from_logits` and autograd.
     """
+    logits, att, y = torch.broadcast_tensors(logits, att, y)
+    if logits.device.type != "cpu":
+        return (gate_from_logits(logits) * y * att).sum(-1)
     return _GatedSum.apply(logits, att, y)
 
 

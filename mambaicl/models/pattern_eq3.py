@@ -14,10 +14,9 @@ With these tables a token's logit ``w^T p_i = sum_k coef_{ik} T[index_{ik}]`` an
 ``p_i^T W_B^T W_C p_query = sum_k coef_{ik} U[index_{ik}]``, ``U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]``,
 are each four look-ups, so a training step costs ``O(S batch l)`` instead of ``O(S batch l d)``.
 :func:`pattern_gated_sum` is ``F(Psi; P) = sum_i G_{i,l+1}(w) y_i p_i^T W_B^T W_C p_query`` (Eq. (3) of Li et al.,
-2025): one pass per prompt computes the logits, the scores and the gate ``G_i = sigma_i prod_{j>i} (1 - sigma_j)``
-(from the last token back, one ``exp`` per token), and one pass writes the backward
-``dF/dx_k = c_k (1 - sigma_k) - sigma_k sum_{i<k} c_i``, ``dF/da_i = G_i y_i`` (``c_i = G_i y_i a_i``) into
-the tables. The two passes are loops compiled by Numba: plain float64 arithmetic in a fixed order, so the
+2025): per prompt, the logits and scores by look-ups, then Eq. (3)'s one gate and its one written-out backward
+(:func:`mambaicl.models.gated_attention.gate_row_forward` / :func:`~mambaicl.models.gated_attention.gate_row_backward`),
+whose ``dLoss/dx`` and ``dLoss/da`` are sent back into the tables. The two passes are loops compiled by Numba: plain float64 arithmetic in a fixed order, so the
 same bits on every CPU and for every seed count. They are tested against the formula as written on materialised
 prompts (:func:`mambaicl.models.gated_attention.mamba_output`, autograd) and by ``gradcheck``
 (``tests/test_pattern_eq3.py``). On a GPU the models use the tensor formula instead.
@@ -26,13 +25,12 @@ order, for the models' ``logits`` and ``attention`` on a prompt batch.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from .gated_attention import gate_row_backward, gate_row_forward
 from .kernels import scores
 
 __all__ = ["attention_table", "logit_table", "basis_logits", "basis_scores", "pattern_gated_sum"]
@@ -95,11 +93,12 @@ def basis_scores(Q: torch.Tensor, basis) -> torch.Tensor:
 
 @njit(cache=True)
 def _forward(T, Q, index, coef, sig, G, att, F):
-    """Eq. (3) per prompt: logits, scores, gate and ``F`` (see the module docstring); fills ``sig``, ``G``,
+    """Eq. (3) per prompt: the logits and scores by look-ups, then :func:`gate_row_forward`; fills ``sig``, ``G``,
     ``att`` ``(S, B, L)`` and ``F`` ``(S, B)``."""
     S, B, L, K = index.shape
     n1 = T.shape[1]
     U = np.empty(n1)
+    x = np.empty(L)
     for s in range(S):
         for b in range(B):
             for a in range(n1):  # U = M p_query in the basis: the query is the last token
@@ -107,50 +106,37 @@ def _forward(T, Q, index, coef, sig, G, att, F):
                 for k in range(K):
                     acc += coef[s, b, L - 1, k] * Q[s, index[s, b, L - 1, k], a]
                 U[a] = acc
-            keep = 1.0  # prod_{j>i} (1 - sigma_j)
-            f = 0.0
-            for i in range(L - 1, -1, -1):
-                x = 0.0
+            for i in range(L):
+                x_i = 0.0
                 a_i = 0.0
                 for k in range(K):
                     j = index[s, b, i, k]
-                    x += coef[s, b, i, k] * T[s, j]
+                    x_i += coef[s, b, i, k] * T[s, j]
                     a_i += coef[s, b, i, k] * U[j]
-                e = math.exp(-abs(x))  # sigma and 1 - sigma from one exp, never of a large positive number
-                r = 1.0 / (1.0 + e)
-                sg = r if x >= 0.0 else e * r
-                kp = e * r if x >= 0.0 else r
-                sig[s, b, i] = sg
-                G[s, b, i] = sg * keep
+                x[i] = x_i
                 att[s, b, i] = a_i
-                keep *= kp
-                f += G[s, b, i] * coef[s, b, i, K - 1] * a_i
-            F[s, b] = f
+            F[s, b] = gate_row_forward(x, att[s, b], coef[s, b, :, K - 1], sig[s, b], G[s, b])
 
 
 @njit(cache=True)
 def _backward(gF, index, coef, sig, G, att, gT, gQ):
     """Add ``dLoss/dT`` and ``dLoss/dQ`` into ``gT`` ``(S, n + 1)`` and ``gQ`` ``(S, n + 1, n + 1)`` from
-    ``gF = dLoss/dF`` ``(S, B)`` and the forward's ``sig``, ``G``, ``att``."""
+    ``gF = dLoss/dF`` ``(S, B)`` and the forward's ``sig``, ``G``, ``att``: :func:`gate_row_backward`, then the
+    look-ups' transposes (scatter-adds)."""
     S, B, L, K = index.shape
     n1 = gT.shape[1]
     gU = np.empty(n1)
+    g_x, g_a = np.empty(L), np.empty(L)
     for s in range(S):
         for b in range(B):
-            g = gF[s, b]
+            gate_row_backward(gF[s, b], sig[s, b], G[s, b], att[s, b], coef[s, b, :, K - 1], g_x, g_a)
             for a in range(n1):
                 gU[a] = 0.0
-            before = 0.0  # sum_{i<k} c_i
             for i in range(L):
-                Gy = G[s, b, i] * coef[s, b, i, K - 1]
-                c = Gy * att[s, b, i]
-                g_x = g * (c * (1.0 - sig[s, b, i]) - sig[s, b, i] * before)  # dLoss/dx_i
-                g_a = g * Gy  # dLoss/da_i
-                before += c
                 for k in range(K):
                     j = index[s, b, i, k]
-                    gT[s, j] += g_x * coef[s, b, i, k]
-                    gU[j] += g_a * coef[s, b, i, k]
+                    gT[s, j] += g_x[i] * coef[s, b, i, k]
+                    gU[j] += g_a[i] * coef[s, b, i, k]
             for k in range(K):  # U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]
                 j = index[s, b, L - 1, k]
                 cq = coef[s, b, L - 1, k]
