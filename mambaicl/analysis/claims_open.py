@@ -3,7 +3,7 @@
 Each row follows :mod:`mambaicl.analysis.claims` (the paper's words or "beyond the paper", the quantity,
 the test, a criterion fixed here); :mod:`mambaicl.analysis.claims` adds :data:`OPEN_CLAIMS` to ``CLAIMS``.
 The predictor of ``fig2-seed-tail``, its error measure and its test were written here (and in
-:mod:`mambaicl.experiments.seed_tail`) before the seeds were trained; they were not chosen among others.
+the seed-tail experiment, ``seed_tail``) before the seeds were trained; they were not chosen among others.
 """
 from __future__ import annotations
 
