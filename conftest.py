@@ -42,6 +42,22 @@ SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest`
 }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Torch runs one thread in a test process (then restores its count), as the CLI does by default.
+
+    ``-n auto`` starts one worker per core; torch's default of one thread per core in each of them
+    oversubscribes the cores, which about doubles the CPU time of a test (OpenMP threads wait for each
+    other) for the small tensors of the tests. A test of thread-count independence sets its own count.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 def _load_statistical_plugin():
     """tests/nbval_statistical.py: the statistical check of ``# NBVAL_STATISTICAL`` cells (a plugin of nbval)."""
     spec = importlib.util.spec_from_file_location("nbval_statistical", ROOT / "tests" / "nbval_statistical.py")
