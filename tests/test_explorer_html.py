@@ -54,6 +54,10 @@ def test_frame_grid_contains_the_default_frame(setup, grid):
     pngs = list(grid["frames"].values())
     assert all(p.startswith(b"\x89PNG") for p in pngs)
     assert len(set(pngs)) > 1, "different settings should draw different frames"
+    # the test's own values already on the axes are not added twice; its frame is the grid's default frame
+    own = frame_grid(model, pat, test, tasks, alphas=(0.3,), kappas=(4.0,), placements=("R",), n=4, dpi=40)
+    assert (own["alpha"], own["kappa_a_prime"], own["placement"]) == ((0.3,), (4.0,), ("R",))
+    assert own["frames"] == {(0, 0, 0): grid["frames"][(0, 1, 0)]}
     with pytest.raises(ValueError, match=r"^placements must be a non-empty subset of \('R', 'FQ', 'CQ'\); got \('nowhere',\)"):
         frame_grid(model, pat, test, tasks, placements=("nowhere",))
 
