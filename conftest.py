@@ -7,6 +7,9 @@
   cores (such a test is not ``unit``): set with ``@pytest.mark.slow`` or listed in :data:`SLOW`
   with the reason (CPU seconds measured in a unit run, 2026-12-02).
 
+A test process runs torch on one thread (:func:`_one_torch_thread`): ``-n auto`` already runs one
+worker per core.
+
 ``pytest -m unit`` runs the unit tests only: when the marker expression cannot select a ``book``
 item, the book folder and the notebooks are not even collected (no kernel starts). The README's
 plain ``pytest`` still runs everything.
