@@ -7,6 +7,9 @@
   cores (such a test is not ``unit``): set with ``@pytest.mark.slow`` or listed in :data:`SLOW`
   with the reason (CPU seconds measured in a unit run, 2026-12-02).
 
+A test process runs torch on one thread (:func:`_one_torch_thread`): ``-n auto`` already runs one
+worker per core.
+
 ``pytest -m unit`` runs the unit tests only: when the marker expression cannot select a ``book``
 item, the book folder and the notebooks are not even collected (no kernel starts). The README's
 plain ``pytest`` still runs everything.
@@ -40,6 +43,22 @@ SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest`
     "tests/test_sst2_experiments.py::test_seeds_trained_as_one_batch_equal_each_seed_alone": "two runs trained twice "
     "with validation readings (~6 s CPU)",
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Torch runs one thread in a test process (then restores its count), as the CLI does by default.
+
+    ``-n auto`` starts one worker per core; torch's default of one thread per core in each of them
+    oversubscribes the cores, which about doubles the CPU time of a test (OpenMP threads wait for each
+    other) for the small tensors of the tests. A test of thread-count independence sets its own count.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
 
 
 def _load_statistical_plugin():

@@ -77,17 +77,24 @@ def test_one_seed_keeps_the_first_layout_and_equals_that_seed_of_a_batch(tiny):
     (["fig2", "--out", "x", "--seed", "two"], "invalid int value"),
     (["fig2"], "--out DIR is required"),
 ])
-def test_bad_input_gives_one_line_and_no_traceback(args, message):
-    r = cli(*args, check=False)
-    assert r.returncode == 2
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr
+def test_bad_input_gives_one_line_and_no_traceback(args, message, capsys, monkeypatch):
+    """In process: ``python -m mambaicl`` is ``sys.exit(main())``, so main's 2 is the exit status (one real
+    subprocess each for exit 2 and for a bug's traceback and exit 1: tests/test_cli_errors.py)."""
+    from mambaicl.__main__ import main
+
+    monkeypatch.chdir(ROOT)  # as the subprocess ran (relative --out)
+    assert main(["reproduce", *args]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
 
 
-def test_list_names_every_experiment():
+def test_list_names_every_experiment(capsys):
     from mambaicl import experiments
+    from mambaicl.__main__ import main
 
-    out = cli("--list").stdout
+    assert main(["reproduce", "--list"]) == 0
+    out = capsys.readouterr().out
     for name in experiments.names():
         assert name in out
     assert {"fig2", "mechanism", "sst2", "timing"} <= set(experiments.names())

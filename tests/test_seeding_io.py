@@ -52,21 +52,35 @@ def _first_draw(words: np.ndarray) -> np.ndarray:
     return ((out(0) << 32) | out(1)) & ((1 << 62) - 1)
 
 
+def _check_distinct_first_draws(n_seeds: int, n_stages: int = 100):
+    """No two of the ``n_seeds x n_stages`` (seed, stage) streams share their first 62-bit draw.
+
+    The draws are computed from each stream's twister words (vectorised), and checked against the
+    generator's own draw on every 100th stream."""
+    from mambaicl.seeding import _mt_words, seed_sequence
+
+    pairs = [(s, f"stage {i}") for s in range(n_seeds) for i in range(n_stages)]
+    words = np.stack([_mt_words(seed_sequence(s, st))[1][[0, 1, 2, 397, 398]] for s, st in pairs])
+    first = _first_draw(words)
+    assert len(pairs) == n_seeds * n_stages and np.unique(first).size == len(pairs)
+    for k in range(0, len(pairs), 100):
+        assert int(torch.randint(0, 2 ** 62, (1,), generator=torch_generator(*pairs[k]))) == int(first[k]), pairs[k]
+
+
+def test_20000_streams_have_distinct_first_draws():
+    """Full-state seeding, the unit run's size: no two of 20,000 (seed, stage) streams share their first
+    62-bit draw (200 seeds x 100 stages; the slow test below checks 200,000)."""
+    _check_distinct_first_draws(200)
+
+
+@pytest.mark.slow
 def test_200000_streams_have_distinct_first_draws():
     """Full-state seeding: no two of 200,000 (seed, stage) streams share their first 62-bit draw.
 
     Torch's ``manual_seed`` keeps 32 bits, so 200,000 streams seeded that way would share a first draw
     about 4.7 times (birthday bound 200,000^2 / 2^33); 62-bit draws of independent streams collide with
-    probability ~4e-9. The draws are computed from each stream's twister words (vectorised), and checked
-    against the generator's own draw on every 100th stream."""
-    from mambaicl.seeding import _mt_words, seed_sequence
-
-    pairs = [(s, f"stage {i}") for s in range(2000) for i in range(100)]
-    words = np.stack([_mt_words(seed_sequence(s, st))[1][[0, 1, 2, 397, 398]] for s, st in pairs])
-    first = _first_draw(words)
-    assert len(pairs) == 200_000 and np.unique(first).size == 200_000
-    for k in range(0, len(pairs), 100):
-        assert int(torch.randint(0, 2 ** 62, (1,), generator=torch_generator(*pairs[k]))) == int(first[k]), pairs[k]
+    probability ~4e-9. Slow (~7 s): the unit run checks 20,000 streams (test above)."""
+    _check_distinct_first_draws(2000)
 
 
 def test_the_32_bit_seed_collision_is_gone():

@@ -62,15 +62,16 @@ def test_real_minilm_embedding_does_not_depend_on_the_other_sentences():
     enc = load_encoder()
     words = "a charming , funny and deeply moving film that never quite finds its own dull , lifeless voice".split()
     texts = [" ".join(words[i : i + 2 + (7 * i) % 11]) for i in range(len(words))]  # 17 texts, many lengths
-    alone = torch.cat([enc.encode([t]) for t in texts])
-    together = enc.encode(texts[::-1], batch_size=4).flip(0)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one_thread = enc.encode(texts, batch_size=17)
+        alone = torch.cat([enc.encode([t]) for t in texts])
+        together = enc.encode(texts[::-1], batch_size=4).flip(0)
+        torch.set_num_threads(2)  # another thread count (the test process runs one thread: conftest.py)
+        two_threads = enc.encode(texts, batch_size=17)
     finally:
         torch.set_num_threads(threads)
-    assert torch.equal(alone, together) and torch.equal(alone, one_thread)
+    assert torch.equal(alone, together) and torch.equal(alone, two_threads)
 
 
 def test_cache_dir_env(monkeypatch, tmp_path):
@@ -183,7 +184,10 @@ def test_two_concurrent_writers_lose_no_entries(tmp_path):
 
     a = [f"writer a {i}" for i in range(10)]
     b = [f"writer b {i}" for i in range(10)]
-    with mp.get_context("spawn").Pool(2) as pool:
+    # fork: two real processes writing at once, without each importing torch again as spawn would
+    # (~2.5 s of CPU per child); the children touch only tiny tensors (no thread pool), so forking is safe
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    with mp.get_context(method).Pool(2) as pool:
         pool.map(_fill, [(tmp_path / "cache", "a", a), (tmp_path / "cache", "b", b)])
     fresh, fake = make_cache(tmp_path)
     got = fresh.embed(a + b)
