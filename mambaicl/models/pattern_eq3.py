@@ -65,9 +65,10 @@ def attention_table(rows: torch.Tensor, *, M: torch.Tensor | None = None, W_B: t
 
 def _in_order(terms: torch.Tensor) -> torch.Tensor:
     """``terms[..., 0] + terms[..., 1] + ...`` added left to right (as the compiled kernel adds them)."""
-    out = terms[..., 0]
-    for k in range(1, terms.shape[-1]):
-        out = out + terms[..., k]
+    parts = terms.unbind(-1)  # one backward node (a stack), not one zero-filled gradient per term
+    out = parts[0]
+    for part in parts[1:]:
+        out = out + part
     return out
 
 
@@ -85,8 +86,9 @@ def basis_scores(Q: torch.Tensor, basis) -> torch.Tensor:
     n1 = Q.shape[-1]
     Q = Q.expand(S, -1, -1)
     q_index, q_coef = basis.index[..., -1, :], basis.coef[..., -1, :]  # (S, B, K): the query's terms
-    rows = [q_coef[..., k, None] * Q.gather(1, q_index[..., k, None].expand(S, B, n1)) for k in range(K)]
-    U = _in_order(torch.stack(rows, dim=-1))  # (S, B, n+1)
+    U = q_coef[..., 0, None] * Q.gather(1, q_index[..., 0, None].expand(S, B, n1))  # (S, B, n+1)
+    for k in range(1, K):  # added left to right, as in _in_order
+        U = U + q_coef[..., k, None] * Q.gather(1, q_index[..., k, None].expand(S, B, n1))
     looked = U.gather(2, basis.index.reshape(S, B, -1)).view(S, B, L, K)
     return _in_order(basis.coef * looked)
 
