@@ -118,3 +118,14 @@ def test_seeds_to_decide_is_the_first_count_whose_half_width_fits():
     sd = se * math.sqrt(n)
     assert t_quantile(k - 1) * sd / math.sqrt(k) < dist <= t_quantile(k - 2) * sd / math.sqrt(k - 1)
     assert seeds_to_decide(se, n, 0.0) is None and seeds_to_decide(0.0, n, 0.1) is None
+
+
+def test_mean_se_of_huge_finite_values_is_infinite_not_an_overflow_error():
+    """A step size that has not fully diverged yet leaves hinge losses of 1e150: the spread overflows to inf
+    (a float product), where ``** 2`` raised OverflowError and crashed step_size_search."""
+    from mambaicl.analysis.stats import mean_se
+
+    m, se = mean_se([1e150, 3e155, 2e152])
+    assert math.isfinite(m) and se == math.inf
+    m, se = mean_se([1.0, 2.0, 4.0])  # ordinary values: the usual sd / sqrt(n)
+    assert m == 7 / 3 and abs(se - math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2 / 3)) < 1e-15

@@ -90,6 +90,15 @@ def _values(name: str, xs) -> list[float]:
     return xs
 
 
+def _square(x: float) -> float:
+    """``x ** 2``, or ``inf`` where it overflows (``**`` raises ``OverflowError`` on floats; a product would give
+    ``inf`` but rounds differently from ``**`` in about one case in a thousand)."""
+    try:
+        return x ** 2
+    except OverflowError:
+        return math.inf
+
+
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
     """Mean and standard error ``sd / sqrt(n)`` (``sd`` with ``n - 1``); the error is ``nan`` for one value."""
     xs = _values("values", values)
@@ -97,7 +106,7 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
     m = sum(xs) / n
     if n == 1:
         return m, math.nan
-    var = sum((x - m) ** 2 for x in xs) / (n - 1)
+    var = sum(_square(x - m) for x in xs) / (n - 1)
     return m, math.sqrt(var / n)
 
 
