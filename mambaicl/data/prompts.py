@@ -225,6 +225,22 @@ def _bad_label(label, rule, target, u_coin):
 
 
 @njit(cache=True)
+def _mask_rows(u, alpha, placement, out):
+    """:func:`_mask_row` for every row of ``u`` ``(N, l)``."""
+    for p in range(u.shape[0]):
+        _mask_row(u[p], alpha, placement, out[p])
+
+
+@njit(cache=True)
+def _bad_labels(labels, rule, target, u_coin):
+    """:func:`_bad_label` for every entry of ``labels`` ``(N,)``."""
+    out = np.empty(labels.shape[0])
+    for i in range(labels.shape[0]):
+        out[i] = _bad_label(labels[i], rule, target, u_coin[i])
+    return out
+
+
+@njit(cache=True)
 def _definition_fields(u, tasks, M2, V, K, alpha, scale, placement, rule, target):
     """Definition 1 (training: placement R, rule C) or 2 (test) for prompts ``u`` ``(N, 1 + 3 (l+1) + 3 l)``."""
     N = u.shape[0]
@@ -293,10 +309,9 @@ def outlier_mask(u: torch.Tensor, alpha: float, placement: str) -> torch.Tensor:
     accepted as aliases (:func:`mambaicl.config.placement_id`).
     """
     code = _PLACEMENT_CODE[placement_id(placement)]
-    rows = u.detach().cpu().to(torch.float64).reshape(-1, u.shape[-1]).numpy()  # (N, l)
+    rows = np.ascontiguousarray(u.detach().cpu().to(torch.float64).reshape(-1, u.shape[-1]).numpy())  # (N, l)
     out = np.empty(rows.shape, np.bool_)
-    for p in range(rows.shape[0]):
-        _mask_row(rows[p], float(alpha), code, out[p])
+    _mask_rows(rows, float(alpha), code, out)
     return torch.from_numpy(out).view(u.shape).to(u.device)
 
 
@@ -306,7 +321,7 @@ def outlier_labels(labels: torch.Tensor, rule: str, target: int, u_coin: torch.T
         raise ConfigError(f"rule must be one of {RULES}; got {rule!r}")
     lab = labels.detach().cpu().to(torch.float64).reshape(-1).numpy()
     coin = u_coin.detach().cpu().to(torch.float64).reshape(-1).numpy()
-    out = np.array([_bad_label(a, _RULE_CODE[rule], int(target), c) for a, c in zip(lab, coin)])
+    out = _bad_labels(np.ascontiguousarray(lab), _RULE_CODE[rule], int(target), np.ascontiguousarray(coin))
     return torch.from_numpy(out).view(labels.shape).to(dtype=labels.dtype, device=labels.device)
 
 
