@@ -16,7 +16,9 @@ Layout (data flows one way)::
     analysis    Lemma 3-6 probes, Corollary 1-2 measurements, theory, fits and statistics
     experiments one module per experiment of the book: presets, run(...) -> Result
     viz         the book's style, palette, figures and the explorer
+    allocator   glibc's allocator keeps freed memory (set on import: no page faults per training step)
 """
+from .allocator import keep_freed_memory
 from .device import default_device
 from .evaluate import zero_one_error
 from .models import (
@@ -31,6 +33,8 @@ from .models import (
     selective_scan,
     selective_scan_closed_form,
 )
+
+keep_freed_memory()  # before any experiment runs: training steps reuse freed blocks instead of faulting pages in
 
 __version__ = "0.2.0"
 
