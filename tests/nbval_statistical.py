@@ -33,7 +33,9 @@ reproducibility"):
      the small drift of a mean over seeds; a step count that doubles (250 -> 500) does not pass;
   5. a registry record's per-seed ``values`` keep their count; the values themselves are the
      chaotic part and are not compared one by one (their mean and interval are, by rule 2); its
-     count of failing seeds follows rule 3, and what is derived from the mean and interval alone
+     count of failing seeds follows rule 3; its tail's median and quartiles, quantiles of the same
+     per-seed values, follow rule 2 with the record's own standard error, and the tail's
+     Clopper-Pearson interval, a function of the failing count, is not compared again; what is derived from the mean and interval alone
      (:data:`DERIVED_KEYS`: how many seeds would decide an undecided part, and whether the part holds, which its
      interval decides against the declared criterion) is not compared again.
 
@@ -183,17 +185,28 @@ def _record_se(rec: dict) -> float:
     return 0.0
 
 
-def _compare_record(fresh: dict, stored: dict, where: str) -> list[str]:
+def _is_tail(rec: dict) -> bool:
+    """A record's tail (:func:`mambaicl.analysis.verdicts.tail`): failing seeds ``k`` of ``n``, their
+    Clopper-Pearson interval (``low``, ``high``), and the median and quartiles of the per-seed values."""
+    return "failing" in rec and "n" in rec and "mean" not in rec
+
+
+def _compare_record(fresh: dict, stored: dict, where: str, parent_se: float = 0.0) -> list[str]:
     errors = []
     if set(fresh) != set(stored):
         return [f"{where}: record keys differ ({sorted(set(fresh) ^ set(stored))})"]
     se_s, se_f = _record_se(stored), _record_se(fresh)
     if se_f > SPREAD_GROWTH * se_s and se_f > 0 and "mean" in stored:
         return [f"{where}: the fresh standard error ({se_f:.3g}) is over {SPREAD_GROWTH:g} times the stored ({se_s:.3g})"]
-    se = math.hypot(se_s, se_f)  # the SE of the difference between the two runs
+    tail = _is_tail(stored)
+    # the SE of the difference between the two runs; a tail has none of its own: its quantiles are of the
+    # parent record's per-seed values, whose standard error they take (rule 5)
+    se = parent_se if tail else math.hypot(se_s, se_f)
     for key in stored:
         a, b = fresh[key], stored[key]
         if key in DERIVED_KEYS:  # a function of the mean and the interval, which are compared
+            continue
+        if tail and key in ("low", "high"):  # the Clopper-Pearson interval of the failing count, compared below
             continue
         if key == "failing" and isinstance(a, int) and isinstance(b, int) and isinstance(stored.get("n"), int):
             errors += compare_texts(f"{a} of {fresh.get('n')}", f"{b} of {stored['n']}", f"{where}.failing")
@@ -206,7 +219,7 @@ def _compare_record(fresh: dict, stored: dict, where: str) -> list[str]:
             if not _close(float(a), float(b), se, abs(float(b)) * 1e-6):
                 errors.append(f"{where}: {key} {a!r} is beyond {K_SE:g} standard errors ({se:.3g}) of the stored {b!r}")
         elif isinstance(b, dict) and isinstance(a, dict):
-            errors += _compare_record(a, b, f"{where}.{key}")
+            errors += _compare_record(a, b, f"{where}.{key}", se)
         elif isinstance(b, list) and isinstance(a, list) and len(a) == len(b) and all(isinstance(x, dict) for x in b):
             for idx, (x, y) in enumerate(zip(a, b)):
                 errors += _compare_record(x, y, f"{where}.{key}[{idx}]")

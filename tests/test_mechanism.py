@@ -327,3 +327,11 @@ def test_analysis_parameters_are_checked_by_the_config_kit():
     with pytest.raises(ConfigError, match=r"^n must be an integer in \[3, inf\]; got 2$"):
         pad(torch.ones(2, 3), 2)
     assert pad(torch.ones(2, 3), 5).shape == (2, 5)
+
+
+def test_median_range_text_is_the_median_and_the_extremes_of_the_values():
+    from mambaicl.viz.mechanism import median_range_text
+
+    assert median_range_text([150, 50, 75, 100], "g") == "87.5 [50, 150]"  # even count: the two middle values' mean
+    assert median_range_text([0.49, 0.93, 0.77]) == "0.77 [0.49, 0.93]"
+    assert median_range_text([2.0], ".1e") == "2.0e+00 [2.0e+00, 2.0e+00]"

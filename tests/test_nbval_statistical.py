@@ -133,6 +133,22 @@ def test_records_compare_failing_counts_binomially_and_skip_derived_fields():
     assert nbs.compare_texts(moved, stored)
 
 
+def test_a_tails_quantiles_take_the_records_standard_error_and_its_interval_follows_the_count():
+    """Rule 5: a tail has no interval of its own for its median and quartiles (they are quantiles of the record's
+    per-seed values, so they move with the record's standard error), and its Clopper-Pearson interval is a
+    function of the failing count. The case met in CI: Chapter 5's three-layer stack, reversed-task error per
+    seed on one CPU and another; the median moved by half a prompt in 256."""
+    tail = dict(failing=0, n=10, low=0.0, high=0.308497, median=0.00195312, q1=0.0, q3=0.00683594)
+    base = dict(mean=0.0109375, low=-0.00299078, high=0.0248658, n_seeds=10, values=[0.0] * 10)  # SE 0.0071
+    stored = repr(json.dumps({**base, "tail": tail}))
+    fresh = repr(json.dumps({**base, "mean": 0.0085, "tail": {**tail, "median": 0.0, "q3": 0.0039}}))
+    assert nbs.compare_texts(fresh, stored) == []
+    far = repr(json.dumps({**base, "tail": {**tail, "median": 0.06}}))  # 0.058 > 3 x 0.0100 (SE of the difference)
+    assert "median" in " ".join(nbs.compare_texts(far, stored))
+    one_fails = repr(json.dumps({**base, "tail": {**tail, "failing": 1, "low": 0.0025, "high": 0.445}}))
+    assert nbs.compare_texts(one_fails, stored) == []  # the count within its binomial tolerance, its interval with it
+
+
 def test_declared_verdict_words_may_flip_only_with_numbers_within_tolerance():
     """Rule 6: a cell's declared alternatives (a threshold verdict at a knife edge) may differ between two runs;
     undeclared words may not, and the numbers the words come from are still checked."""

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..analysis.corollaries import query_terms
-from ..analysis.stats import error_mean_se, mean_se
+from ..analysis.stats import error_mean_se, mean_se, median_iqr
 from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from .figures import plot_attention_sums, plot_gate_bars, plot_rank_decay
 from .style import PALETTE
@@ -48,6 +48,14 @@ def mean_se_text(values: Sequence[float], digits: int = 3, n_prompts: int | None
     se = 0.0 if se != se else se
     text = f"{m:.{digits}{fmt}} ± {se:.{digits}{fmt}}"
     return text + (f" ({len(list(values))} seeds)" if seeds else "")
+
+
+def median_range_text(values: Sequence[float], fmt: str = ".2f") -> str:
+    """``"median [min, max]"`` of per-seed values, each formatted with ``fmt``: the spread of a quantity whose
+    per-seed value depends on the CPU's last bits (an early-stopped step, a deep stack's gate ratio), where one
+    seed's value, or an extreme alone, would be read as more than it is."""
+    med = median_iqr(values)[0]
+    return f"{med:{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
 
 
 def typical_prompt(outlier: torch.Tensor, alpha: float) -> int:
