@@ -33,9 +33,14 @@ def _faults(setup: str) -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_importing_mambaicl_stops_the_page_faults_of_a_training_steps_tensors():
     # 7,680 pages a step: glibc's defaults return the freed top of the heap (above twice the largest block)
-    # to the system, and the next step faults it in again; kept, the blocks are reused without a fault
+    # to the system, and the next step faults it in again; kept, the blocks are reused without a fault.
+    # The plain count is set by glibc alone (at least half the pages of every step: 192,000); the tuned one is
+    # a few dozen alone and rose to 256 while the book's chapters ran beside it (faults that other processes'
+    # load causes, not the steps'), so the bound is a ratio to the plain process: under 1 % of its faults
+    # (3,840 and more), which no step-by-step refaulting can meet and load has never come near.
     plain, tuned = _faults(""), _faults("import mambaicl")
-    assert tuned < 50 < 25 * 7680 < plain, (tuned, plain)  # plain: at least half the pages of every step
+    assert plain > 25 * 7680, (tuned, plain)
+    assert tuned < plain / 100, (tuned, plain)
     assert allocator.keep_freed_memory() is True
 
 
