@@ -7,13 +7,19 @@ and the book's execution settings is built with the README's command, ``jupyter-
   rebuild executes nothing;
 * a cell that raises makes the command exit non-zero with a message naming the chapter, the cell
   and what to do; no page is written for it; after the fix the next build executes it again;
-* a cell over the timeout fails the build the same way (the failure of the newcomer's Chapter 6).
+* a cell over the timeout fails the build the same way (the failure of the newcomer's Chapter 6);
+* a build interrupted while chapters execute (Ctrl-C or SIGTERM to its process group, SIGTERM to the build alone, or
+  the build killed outright) leaves no process behind, caches nothing and, when it could, says so on stderr.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -31,7 +37,7 @@ def _notebook(path: Path, title: str, *sources: str) -> None:
     nbformat.write(nb, path)
 
 
-def _book(tmp: Path, timeout: int = 60, prelude: dict | None = None) -> Path:
+def _book(tmp: Path, timeout: int = 60, prelude: dict | None = None, **sphinx_config) -> Path:
     """A two-chapter book using the book's extension and its `execute:` settings (timeout changed)."""
     book = tmp / "tiny"
     (book / "_ext").mkdir(parents=True)
@@ -40,7 +46,7 @@ def _book(tmp: Path, timeout: int = 60, prelude: dict | None = None) -> Path:
     execute = dict(real["execute"], timeout=timeout)
     config = {"title": "tiny", "only_build_toc_files": True, "execute": execute,
               "sphinx": {"local_extensions": {"book_execute": "_ext/"},
-                         "config": {"book_execute_prelude": prelude or {}}}}
+                         "config": {"book_execute_prelude": prelude or {}, **sphinx_config}}}
     (book / "_config.yml").write_text(yaml.safe_dump(config))
     (book / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": "intro",
                                                    "chapters": [{"file": "one"}, {"file": "two"}]}))
@@ -124,3 +130,59 @@ def test_a_prelude_runs_before_its_chapter_only_when_it_is_executed_and_its_fail
     failing = _book(tmp_path / "f", prelude={"one": "python -c \"import sys; sys.exit(3)\""})
     failed = _build(failing)
     assert failed.returncode != 0 and "needed by one" in failed.stdout + failed.stderr
+
+
+def _processes_with(token: str) -> list[int]:
+    """The live processes whose environment holds ``token`` (a build's workers and kernels inherit it)."""
+    out = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and token.encode() in Path(f"/proc/{name}/environ").read_bytes():
+                out.append(int(name))
+        except OSError:  # gone, or not ours
+            pass
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads the process table from /proc")
+@pytest.mark.parametrize("sig,whom", [("SIGINT", "group"), ("SIGTERM", "group"), ("SIGTERM", "build"),
+                                      ("SIGKILL", "build")])
+def test_an_interrupted_build_leaves_no_process_and_caches_nothing(tmp_path, sig, whom):
+    """Ctrl-C is SIGINT to the build's process group; ``timeout`` and CI limits send SIGTERM; a build can be killed."""
+    book = _book(tmp_path, timeout=300, book_execute_workers=2)
+    marks = tmp_path / "started"
+    marks.mkdir()
+    for name in ("one", "two"):  # each kernel says it started, then sleeps far longer than the test waits
+        _notebook(book / f"{name}.ipynb", name, f"import os, time\nopen({str(marks / name)!r}, 'w').write('x')\n"
+                  "time.sleep(300)")
+    token = f"book-build-test-{uuid.uuid4()}"
+    logs = [open(tmp_path / n, "w+") for n in ("out", "err")]
+    build = subprocess.Popen(["jupyter-book", "build", str(book)], stdout=logs[0], stderr=logs[1],
+                             env=dict(os.environ, BOOK_BUILD_TEST_TOKEN=token), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(marks.iterdir())) < 2:  # both chapters executing, in two kernels
+            assert build.poll() is None and time.monotonic() < deadline, (tmp_path / "err").read_text()[-3000:]
+            time.sleep(0.2)
+        assert len(_processes_with(token)) >= 5  # the build, two workers, two kernels
+        t0 = time.monotonic()
+        (os.killpg if whom == "group" else os.kill)(build.pid, getattr(signal, sig))
+        build.wait(timeout=30)
+        while _processes_with(token) and time.monotonic() - t0 < 15:
+            time.sleep(0.1)
+        left = _processes_with(token)
+        survivors = [Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for p in left]
+        stopped = time.monotonic() - t0
+    finally:
+        for pid in _processes_with(token):  # never leave a failed test's processes running
+            os.kill(pid, signal.SIGKILL)
+    err = (tmp_path / "err").read_text()
+    assert not left, f"{len(left)} process(es) of the build survived {sig} to the {whom}: {survivors}"
+    assert stopped < 10, stopped
+    assert build.returncode == -getattr(signal, sig)  # it ends by the signal, as an interrupted program does
+    if sig != "SIGKILL":
+        assert f"[book_execute] interrupted by {sig}: stopped 2 worker(s)" in err, err[-3000:]
+        assert "0 chapter(s) executed and cached, 2 not cached" in err
+    from jupyter_cache import get_cache
+
+    assert get_cache(str(book / "_build" / ".jupyter_cache")).list_cache_records() == []  # nothing half-done

@@ -24,14 +24,27 @@ of measured times, used to start the longest chapters first), ``book_execute_pre
 be executed; the book fills Chapter 6's SST-2 embedding cache this way, with its progress bar in
 the terminal, so that the filling does not share one core with the other chapters; a command that
 fails stops the build with its message).
+
+Interrupting the build (Ctrl-C, i.e. SIGINT to its process group, or SIGTERM as ``timeout``, a CI limit or a
+scheduler sends it) while chapters execute stops every process the extension started within seconds: the
+build freezes its workers, kills every descendant (the workers, the kernels, which Jupyter starts in sessions of
+their own, and whatever a cell started), caches nothing that was not complete, prints one line on stderr
+saying what it stopped, and ends by the signal it received. The workers ignore SIGINT (the build decides), kill
+their own kernels when terminated, and die with the build even when it is killed outright (``PR_SET_PDEATHSIG``
+on Linux, and a thread that watches the parent everywhere). The process tree is read from ``/proc`` (Linux);
+elsewhere the workers are killed and each kernel exits by itself within a second of its worker (ipykernel's
+parent poller).
 """
 from __future__ import annotations
 
 import json
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 
 from sphinx.errors import ExtensionError
@@ -42,14 +55,181 @@ logger = logging.getLogger(__name__)
 BUILD_ENV = "MAMBAICL_BOOK_BUILD"
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_GRACE = 3.0  # seconds a stopped process has to exit after SIGTERM before SIGKILL
+
+
+def _children_map() -> dict[int, list[int]]:
+    """``{ppid: [pid, ...]}`` of every process visible in ``/proc`` (empty where there is no ``/proc``)."""
+    out: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])  # the name may hold spaces and parentheses
+        out.setdefault(ppid, []).append(int(name))
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every descendant of ``pid``, parents before children."""
+    tree, out, todo = _children_map(), [], [pid]
+    while todo:
+        kids = tree.get(todo.pop(0), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+
+
+def _signal_all(pids, sig) -> None:
+    """Send ``sig`` to each of ``pids`` and to the process group each leads (a kernel's session)."""
+    own = os.getpgrp()
+    for pid in pids:
+        try:
+            if os.getpgid(pid) == pid and pid != own:
+                os.killpg(pid, sig)
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+
+def _reap(pids) -> None:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except OSError:
+            pass
+
+
+def _stop_tree(roots, grace: float = _GRACE) -> list[int]:
+    """Stop ``roots`` and every descendant: freeze them (no new process starts), SIGTERM, then SIGKILL what is
+    left after ``grace`` seconds. Returns every pid that was stopped."""
+    roots = [p for p in roots if _alive(p)]
+    _signal_all(roots, signal.SIGSTOP)
+    pids = list(roots)
+    for pid in roots:
+        pids += [d for d in _descendants(pid) if d not in pids]
+    _signal_all(pids[::-1], signal.SIGTERM)  # children first: a kernel before the worker that waits for it
+    _signal_all(pids, signal.SIGCONT)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _reap(roots)
+        if not any(_alive(p) for p in pids):
+            return pids
+        time.sleep(0.05)
+    _signal_all(pids, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        _reap(roots)
+        time.sleep(0.05)
+    return pids
+
+
+def _end_worker(code: int) -> None:
+    """Kill this worker's kernel (a session leader) with what its cells started, then exit at once."""
+    _signal_all(_children_map().get(os.getpid(), []), signal.SIGKILL)
+    os._exit(code)
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: ignore Ctrl-C (the build decides), kill its own kernel when terminated, die with the build.
+
+    A Python signal handler runs only when the main thread runs Python code (:func:`_execute` keeps it waking);
+    a thread also watches the parent (every 0.2 s) and ends the worker itself when it is gone, whether or not
+    the SIGTERM of ``PR_SET_PDEATHSIG`` was handled first."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: _end_worker(128 + signum))
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: SIGTERM when the build dies
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # signals go to the main thread, whose wait ends
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        _end_worker(128 + signal.SIGTERM)
+
+    threading.Thread(target=watch, name="book_execute-watch-parent", daemon=True).start()
+
+
+class _Stop:
+    """SIGINT/SIGTERM handlers of the build while it executes chapters: they only record the signal (the loop
+    that waits for the workers looks every half second), so no cache write is ever cut in half."""
+
+    def __init__(self) -> None:
+        self.signum, self._old = None, {}
+
+    def __enter__(self) -> "_Stop":
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                self._old[sig] = signal.signal(sig, self._record)
+        return self
+
+    def _record(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    def __exit__(self, *exc) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def die(self, message: str) -> None:
+        """Say ``message`` on stderr and end the build by the signal it received (the shell sees an interrupt)."""
+        print(f"[book_execute] interrupted by {signal.Signals(self.signum).name}: {message}", file=sys.stderr,
+              flush=True)
+        self.__exit__()
+        signal.signal(self.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), self.signum)
+        time.sleep(5)
+        os._exit(128 + self.signum)
+
+
 def _execute(path: str, cwd: str, timeout, allow_errors: bool) -> dict:
     """Execute one notebook in a fresh kernel (worker process); a picklable summary of the run."""
     import nbformat
     from jupyter_cache.executors.utils import single_nb_execution
 
     nb = nbformat.read(path, as_version=4)
-    res = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
-                              meta_override=True, record_timing=True)
+    box = {}
+
+    def run():  # off the main thread: nbclient then leaves the worker's signal handlers alone (it replaces
+        # SIGINT's and SIGTERM's with a kernel cleanup while it runs, and resets them to Python's defaults after)
+        box["res"] = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
+                                         meta_override=True, record_timing=True)
+
+    thread = threading.Thread(target=run, name="book_execute-notebook", daemon=True)
+    thread.start()
+    while thread.is_alive():  # the main thread wakes often, so that a SIGTERM's handler runs at once
+        thread.join(0.2)
+    res = box["res"]
     cells = []  # (index, seconds) of every executed code cell, from nbclient's timestamps
     failed = None
     for i, cell in enumerate(res.nb.cells):
@@ -125,11 +305,10 @@ def _failure_message(app, out: dict) -> str:
             f"more time with `execute.timeout` in _config.yml.")
 
 
-def _prelude(app, todo: list[Path]) -> None:
+def _prelude(app, todo: list[Path], stop: _Stop) -> None:
     """Run the configured command of every chapter about to be executed (inherits the terminal)."""
     import shlex
     import subprocess
-    import sys
 
     for doc, command in (app.config.book_execute_prelude or {}).items():
         if not any(p.relative_to(app.srcdir).with_suffix("").as_posix() == doc for p in todo):
@@ -139,8 +318,17 @@ def _prelude(app, todo: list[Path]) -> None:
             argv[0] = sys.executable
         logger.info(f"[book_execute] before {doc}: {command}")
         t0 = time.perf_counter()
-        run = subprocess.run(argv, cwd=app.srcdir, stdout=subprocess.PIPE, text=True)
-        for line in (run.stdout or "").splitlines():
+        run = subprocess.Popen(argv, cwd=app.srcdir, stdout=subprocess.PIPE, text=True)
+        out = []
+        reader = threading.Thread(target=lambda: out.append(run.stdout.read()), daemon=True)
+        reader.start()
+        while run.poll() is None:
+            if stop.signum is not None:
+                stop.die(f"stopped `{command}` (before {doc}: {len(_stop_tree([run.pid]))} process(es)); "
+                         "no chapter was executed")
+            time.sleep(0.2)
+        reader.join()
+        for line in "".join(out).splitlines():
             logger.info(f"[book_execute]   {line}")
         if run.returncode != 0:
             raise ExtensionError(f"`{command}` (needed by {doc}) failed with exit code {run.returncode}; "
@@ -152,7 +340,6 @@ def _pre_execute(app) -> None:
     if app.config.nb_execution_mode != "cache":
         return
     from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
     import nbformat
 
     cache_path = app.config.nb_execution_cache_path or str(Path(app.outdir).parent / ".jupyter_cache")
@@ -167,7 +354,37 @@ def _pre_execute(app) -> None:
         logger.info("[book_execute] every chapter is in the execution cache; nothing to execute")
         return
     todo = _order(app, todo)
-    _prelude(app, todo)
+    with _Stop() as stop:
+        _prelude(app, todo, stop)
+        failures, timings = _execute_all(app, todo, cache, stop)
+    if failures:
+        raise ExtensionError("\n\n".join(_failure_message(app, f) for f in failures))
+
+
+def _keep(app, out: dict, cache, failures: list, timings: dict, t0: float) -> None:
+    """Cache one chapter's complete execution (or record its failure)."""
+    from jupyter_cache.base import CacheBundleIn
+    import nbformat
+
+    rel = Path(out["path"]).relative_to(app.srcdir).as_posix()
+    if out["error"] is not None:
+        failures.append(out)
+        logger.info(f"[book_execute] FAILED {rel} after {out['seconds']:.0f} s")
+        return
+    nb = nbformat.reads(out["nb"], as_version=4)
+    longest = max(out["cells"], key=lambda c: c[1]) if out["cells"] else (None, 0.0)
+    cache.cache_notebook_bundle(
+        CacheBundleIn(nb, out["path"], data={"execution_seconds": out["seconds"],
+                                             "longest_cell": longest[0],
+                                             "longest_cell_seconds": longest[1]}),
+        check_validity=False, overwrite=True)
+    timings[rel] = out["seconds"]
+    logger.info(f"[book_execute] executed {rel} in {out['seconds']:.0f} s "
+                f"(longest cell {longest[1]:.0f} s) [{time.perf_counter() - t0:.0f} s elapsed]")
+
+
+def _execute_all(app, todo: list[Path], cache, stop: _Stop):
+    """Execute ``todo`` on the workers, caching each chapter as it completes; stop everything on a signal."""
     workers = max(1, min(len(todo), app.config.book_execute_workers or os.cpu_count() or 1))
     timeout = app.config.nb_execution_timeout
     allow = bool(app.config.nb_execution_allow_errors)
@@ -176,28 +393,33 @@ def _pre_execute(app) -> None:
     t0 = time.perf_counter()
     failures, timings = [], {}
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(os.getpid(),))
+    try:
         jobs = {pool.submit(_execute, str(p), str(p.parent), timeout, allow): p for p in todo}
-        for job in as_completed(jobs):
-            out = job.result()
-            rel = Path(out["path"]).relative_to(app.srcdir).as_posix()
-            if out["error"] is not None:
-                failures.append(out)
-                logger.info(f"[book_execute] FAILED {rel} after {out['seconds']:.0f} s")
-                continue
-            nb = nbformat.reads(out["nb"], as_version=4)
-            longest = max(out["cells"], key=lambda c: c[1]) if out["cells"] else (None, 0.0)
-            cache.cache_notebook_bundle(
-                CacheBundleIn(nb, out["path"], data={"execution_seconds": out["seconds"],
-                                                     "longest_cell": longest[0],
-                                                     "longest_cell_seconds": longest[1]}),
-                check_validity=False, overwrite=True)
-            timings[rel] = out["seconds"]
-            logger.info(f"[book_execute] executed {rel} in {out['seconds']:.0f} s "
-                        f"(longest cell {longest[1]:.0f} s) [{time.perf_counter() - t0:.0f} s elapsed]")
-    if failures:
-        raise ExtensionError("\n\n".join(_failure_message(app, f) for f in failures))
-    logger.info(f"[book_execute] {len(todo)} chapter(s) executed in {time.perf_counter() - t0:.0f} s")
+        pending = set(jobs)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            broken = [job for job in done if job.exception() is not None]
+            for job in done:
+                if job not in broken:
+                    _keep(app, job.result(), cache, failures, timings, t0)
+            if broken and stop.signum is None:
+                time.sleep(1.0)  # a worker killed by a signal to the whole group: the build's own comes with it
+            if stop.signum is not None:
+                procs = list(getattr(pool, "_processes", None) or {})
+                _stop_tree(procs)
+                pool.shutdown(wait=False, cancel_futures=True)
+                stop.die(f"stopped {len(procs)} worker(s) and their kernels; "
+                         f"{len(timings)} chapter(s) executed and cached, {len(todo) - len(timings) - len(failures)} "
+                         "not cached (nothing half-done is kept; the next build executes them)")
+            for job in broken:
+                job.result()  # a worker that died for another reason: its error stops the build
+    finally:
+        pool.shutdown(wait=stop.signum is None)
+    if not failures:
+        logger.info(f"[book_execute] {len(todo)} chapter(s) executed in {time.perf_counter() - t0:.0f} s")
+    return failures, timings
 
 
 def setup(app):
