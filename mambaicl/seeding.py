@@ -145,13 +145,19 @@ def torch_generator(seed: int, stage: str, device: str | torch.device = "cpu") -
     """A ``torch.Generator`` on ``device`` for stream ``(seed, stage)``.
 
     On the CPU its whole Mersenne Twister state comes from :func:`seed_sequence`; on other devices
-    (Philox, 64-bit seed) it is seeded with :func:`stream_seed`.
+    (Philox, 64-bit seed) it is seeded by :func:`seed_by_summary`.
     """
     g = torch.Generator(device=device)
     if g.device.type != "cpu":
-        return g.manual_seed(stream_seed(seed, stage))
+        return seed_by_summary(g, seed, stage)
     g.set_state(_mt_state(seed_sequence(seed, stage)))
     return g
+
+
+def seed_by_summary(g: torch.Generator, seed: int, stage: str) -> torch.Generator:
+    """``g`` seeded with :func:`stream_seed` of ``(seed, stage)``: how :func:`torch_generator` seeds a generator
+    on a non-CPU device; on a CPU generator (the tests) it runs the same code without a GPU."""
+    return g.manual_seed(stream_seed(seed, stage))
 
 
 def torch_generators(seeds, stage: str) -> list[torch.Generator]:

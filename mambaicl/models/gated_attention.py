@@ -35,6 +35,7 @@ from numba import njit
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError
+from ..device import use_compiled
 from .kernels import scores, suffix_after, suffix_sum
 
 __all__ = [
@@ -235,7 +236,7 @@ def gated_sum(logits: torch.Tensor, att: torch.Tensor, y: torch.Tensor) -> torch
     with :func:`gate_from_logits` and autograd.
     """
     logits, att, y = torch.broadcast_tensors(logits, att, y)
-    if logits.device.type != "cpu":
+    if not use_compiled(logits.device):  # other devices, or the CPU under device.plain_kernels()
         return (gate_from_logits(logits) * y * att).sum(-1)
     return _GatedSum.apply(logits, att, y)
 

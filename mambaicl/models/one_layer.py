@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from ..config import ONE_LAYER_KINDS, check_choice, check_int
+from ..device import use_compiled
 from .defaults import ONE_LAYER_DELTA, check_dims, check_generators
 from .gated_attention import bilinear_scores, check_prompt, gate_from_logits, gated_sum
 from .pattern_eq3 import attention_table, basis_logits, basis_scores, logit_table, pattern_gated_sum
@@ -120,9 +121,9 @@ class Eq3:
         Gated, on a :class:`mambaicl.data.Prompts` batch: the compiled kernel on the prompts' token basis (on the CPU)
         (:func:`mambaicl.models.pattern_eq3.pattern_gated_sum`)."""
         if self.gated and not isinstance(P, torch.Tensor):
-            if token_labels(P).device.type == "cpu":
+            if use_compiled(token_labels(P).device):
                 return self._pattern_forward(P)
-            P = tokens(P)  # the tensor formula on other devices
+            P = tokens(P)  # the tensor formula on other devices (and on the CPU under device.plain_kernels())
         y = token_labels(P)
         att = self.attention(P)
         return gated_sum(self.logits(P), att, y) if self.gated else (y * att).sum(-1)

@@ -1,0 +1,129 @@
+"""The branches a GPU takes, run on a CPU: :func:`mambaicl.device.plain_kernels` forces them.
+
+On any device but the CPU the one-layer models skip the compiled pattern kernel (``OneLayer.forward`` computes Eq. (3)
+on the prompt tensor), :func:`mambaicl.models.gated_attention.gated_sum` uses autograd instead of its written-out
+backward, and :func:`mambaicl.seeding.torch_generator` seeds by :func:`mambaicl.seeding.seed_by_summary`. Each is
+compared here with the CPU's branch: values and gradients in float64 (1e-12 / 1e-11 absolute), and a short training
+of Figure 2's ``tiny`` preset, whose parameters and losses agree to 1e-10 relative after 20 steps (measured: 3.5e-16; the two branches
+differ only in rounding; a GPU adds its own, which ``benchmarks/gpu_check.py`` measures).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from mambaicl.config import DataConfig
+from mambaicl.data import make_patterns, training_prompts, training_tasks
+from mambaicl.device import plain_kernels, use_compiled
+from mambaicl.models import OneLayerStack
+from mambaicl.models import gated_attention, one_layer
+from mambaicl.seeding import numpy_streams, seed_by_summary, stream_seed, torch_generator, torch_generators
+
+DATA = DataConfig(d=14, M1=4, M2=5, V=3, l_tr=7, p_a=0.5)
+
+
+def _both(fn):
+    """``fn()`` on the CPU's branch and on the branch a GPU takes."""
+    first = fn()
+    with plain_kernels():
+        second = fn()
+    return first, second
+
+
+def test_plain_kernels_selects_the_gpu_branch_and_only_inside_its_block():
+    assert use_compiled("cpu") and not use_compiled("meta")
+    with plain_kernels():
+        assert not use_compiled("cpu")
+        with plain_kernels():
+            assert not use_compiled("cpu")
+        assert not use_compiled("cpu")
+    assert use_compiled("cpu")
+
+
+def test_gated_sum_autograd_branch_matches_the_written_out_backward():
+    """Random logits with saturated gates (|x| up to 40), scores and labels; F and both gradients in float64."""
+    g = torch.Generator().manual_seed(3)
+    logits = 4 * torch.randn(5, 6, 11, generator=g, dtype=torch.float64)
+    logits[0, :, ::3], logits[1, :, 1::4] = 40.0, -40.0  # gates at 1 and 0
+    att, y = torch.randn(5, 6, 11, generator=g, dtype=torch.float64), torch.randn(5, 6, 11, generator=g).sign().double()
+    weights = torch.linspace(-1, 2, 30, dtype=torch.float64).view(5, 6)
+
+    def run():
+        x, a = logits.clone().requires_grad_(), att.clone().requires_grad_()
+        F = gated_attention.gated_sum(x, a, y)
+        return (F, *torch.autograd.grad((F * weights).sum(), (x, a)))
+
+    fused, plain = _both(run)
+    for name, f, p in zip(("F", "dF/dlogits", "dF/dscores"), fused, plain):
+        assert (f - p).abs().max() < 1e-12, name
+
+
+def _prompts(S: int, batch: int = 6):
+    pat = make_patterns(DATA, torch.Generator().manual_seed(0))
+    pr = training_prompts(pat, DATA, training_tasks(DATA.M1), batch, numpy_streams(range(S), "train"))
+    assert bool(pr.outlier.any())  # the outlier look-ups of the pattern kernel are exercised
+    return pr
+
+
+@pytest.mark.parametrize("kind", ["mamba", "mamba_merged"])
+def test_one_layer_tensor_branch_matches_the_pattern_kernel(kind, monkeypatch):
+    pr = _prompts(3)
+    stack = OneLayerStack(kind, DATA.d, 13, 0.3, torch_generators(range(3), "init"), dtype=torch.float64)
+    with torch.no_grad():
+        for p in stack.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(5), dtype=p.dtype))
+    weights = torch.linspace(-1, 2, 18, dtype=torch.float64).view(3, 6)
+    calls = []
+    pattern = one_layer.Eq3._pattern_forward
+    monkeypatch.setattr(one_layer.Eq3, "_pattern_forward", lambda self, P: calls.append(1) or pattern(self, P))
+
+    def run():
+        F = stack(pr)
+        return (F, *torch.autograd.grad((F * weights).sum(), list(stack.parameters())))
+
+    fused, plain = _both(run)
+    assert len(calls) == 1  # the pattern kernel ran on the CPU's branch only
+    assert (fused[0] - plain[0]).abs().max() < 1e-12
+    for (name, _), f, p in zip(stack.named_parameters(), fused[1:], plain[1:]):
+        assert (f - p).abs().max() < 1e-11, name
+
+
+def test_a_short_training_of_figure_2s_tiny_preset_agrees_on_both_branches():
+    """20 steps of the tiny preset's Mamba, two seeds: parameters and every recorded loss to 1e-10 relative."""
+    from mambaicl.experiments import fig2
+
+    tiny = dataclasses.replace(fig2.TINY, train={k: dataclasses.replace(v, steps=20) for k, v in fig2.TINY.train.items()})
+    pat = fig2.patterns(tiny)
+
+    def run():
+        stack, history = fig2.trained_models(tiny, pat, [0, 1], kinds=["mamba"], record_every=5)["mamba"]
+        return {n: p.detach().clone() for n, p in stack.named_parameters()}, torch.tensor(history.loss)
+
+    (fused, loss_f), (plain, loss_p) = _both(run)
+    assert loss_f.numel() >= 4 and torch.allclose(loss_f, loss_p, rtol=1e-10, atol=1e-300)
+    for name in fused:
+        scale = fused[name].abs().max()
+        assert (fused[name] - plain[name]).abs().max() <= 1e-10 * scale, name
+    moved = fig2.trained_models(dataclasses.replace(tiny, train={k: dataclasses.replace(v, steps=1)
+                                                              for k, v in tiny.train.items()}),
+                                pat, [0, 1], kinds=["mamba"])["mamba"][0]
+    assert any((fused[n] - p.detach()).abs().max() > 1e-3 for n, p in moved.named_parameters())  # it trained
+
+
+def test_the_non_cpu_seeding_runs_on_a_cpu_generator():
+    """seed_by_summary is what torch_generator does on a GPU: the 63-bit stream summary as the generator's seed."""
+    g = seed_by_summary(torch.Generator(), 3, "init")
+    assert g.initial_seed() == stream_seed(3, "init")
+    again = seed_by_summary(torch.Generator(), 3, "init")
+    assert torch.equal(torch.randn(5, generator=g), torch.randn(5, generator=again))
+    other = seed_by_summary(torch.Generator(), 3, "train")
+    assert other.initial_seed() != g.initial_seed()
+    # the CPU's stream is not this one: its whole twister state comes from the seed sequence
+    assert not torch.equal(torch_generator(3, "init").get_state(), seed_by_summary(torch.Generator(), 3, "init").get_state())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the branch itself is tested on the CPU above")
+def test_torch_generator_on_a_gpu_is_seeded_by_the_summary():
+    assert torch_generator(3, "init", "cuda").initial_seed() == stream_seed(3, "init")
