@@ -88,7 +88,7 @@ def cost_model(steps: int, rounds: int, dtype: torch.dtype, threads: int, label:
 
 def model_line(a: float, b: float, many: int, threads: int) -> str:
     """The cost model as one line, with the ratio for reference (not a target: it rises whenever ``a`` falls)."""
-    return (f"cost model at {threads} thread(s), t(S) = a + b S: a = {1e3 * a:.2f} ms per step whatever the seed count "
+    return (f"cost model at {threads} thread(s), t(S) = a + b S: a = {1e3 * a:.2f} ms per step whatever the seeds "
             f"(Python, dispatch, autograd, optimizer), b = {1e6 * b:.0f} us per seed "
             f"[t({many})/t(1) = {(a + many * b) / (a + b):.2f}, for reference only]")
 

@@ -4,8 +4,8 @@ On any device but the CPU the one-layer models skip the compiled pattern kernel 
 on the prompt tensor), :func:`mambaicl.models.gated_attention.gated_sum` uses autograd instead of its written-out
 backward, and :func:`mambaicl.seeding.torch_generator` seeds by :func:`mambaicl.seeding.seed_by_summary`. Each is
 compared here with the CPU's branch: values and gradients in float64 (1e-12 / 1e-11 absolute), and a short training
-of Figure 2's ``tiny`` preset, whose parameters and losses agree to 1e-10 relative after 20 steps (measured: 3.5e-16; the two branches
-differ only in rounding; a GPU adds its own, which ``benchmarks/gpu_check.py`` measures).
+of Figure 2's ``tiny`` preset, whose parameters and losses agree to 1e-10 relative after 20 steps (measured: 3.5e-16;
+the two branches differ only in rounding; a GPU adds its own, which ``benchmarks/gpu_check.py`` measures).
 """
 from __future__ import annotations
 
@@ -94,7 +94,8 @@ def test_a_short_training_of_figure_2s_tiny_preset_agrees_on_both_branches():
     """20 steps of the tiny preset's Mamba, two seeds: parameters and every recorded loss to 1e-10 relative."""
     from mambaicl.experiments import fig2
 
-    tiny = dataclasses.replace(fig2.TINY, train={k: dataclasses.replace(v, steps=20) for k, v in fig2.TINY.train.items()})
+    tiny = dataclasses.replace(fig2.TINY, train={k: dataclasses.replace(v, steps=20)
+                                                 for k, v in fig2.TINY.train.items()})
     pat = fig2.patterns(tiny)
 
     def run():
@@ -121,9 +122,25 @@ def test_the_non_cpu_seeding_runs_on_a_cpu_generator():
     other = seed_by_summary(torch.Generator(), 3, "train")
     assert other.initial_seed() != g.initial_seed()
     # the CPU's stream is not this one: its whole twister state comes from the seed sequence
-    assert not torch.equal(torch_generator(3, "init").get_state(), seed_by_summary(torch.Generator(), 3, "init").get_state())
+    cpu_stream = torch_generator(3, "init").get_state()
+    assert not torch.equal(cpu_stream, seed_by_summary(torch.Generator(), 3, "init").get_state())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the branch itself is tested on the CPU above")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (the branch is tested on the CPU above)")
 def test_torch_generator_on_a_gpu_is_seeded_by_the_summary():
     assert torch_generator(3, "init", "cuda").initial_seed() == stream_seed(3, "init")
+
+
+def test_gpu_check_without_cuda_says_so_and_exits_0():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=str(root))
+    run = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_check.py")], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines() == [
+        "gpu_check: no CUDA device on this machine (torch.cuda.is_available() is False); nothing to check"]
