@@ -94,7 +94,7 @@ def model_line(a: float, b: float, many: int, threads: int) -> str:
 
 
 def main() -> None:
-    """Time S = 1 and S = 8 (and 20) seeds in interleaved rounds and print the cost model (also at ``--also-threads``)."""
+    """Time 1, 8 and 20 seeds in interleaved rounds and print the cost model (also at ``--also-threads``)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=150, help="training steps per run")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (each runs S = 1 and S = 8 once)")
