@@ -322,11 +322,13 @@ def _prelude(app, todo: list[Path], stop: _Stop) -> None:
         out = []
         reader = threading.Thread(target=lambda: out.append(run.stdout.read()), daemon=True)
         reader.start()
-        while run.poll() is None:
-            if stop.signum is not None:
-                stop.die(f"stopped `{command}` (before {doc}: {len(_stop_tree([run.pid]))} process(es)); "
-                         "no chapter was executed")
+        while run.poll() is None and stop.signum is None:
             time.sleep(0.2)
+        if run.returncode is not None and run.returncode < 0 and stop.signum is None:
+            time.sleep(0.5)  # killed by Ctrl-C to the whole group: the build's own signal comes with it
+        if stop.signum is not None:
+            _stop_tree([run.pid])
+            stop.die(f"stopped `{command}` (run before {doc}); no chapter was executed")
         reader.join()
         for line in "".join(out).splitlines():
             logger.info(f"[book_execute]   {line}")
