@@ -222,13 +222,18 @@ def _execute(path: str, cwd: str, timeout, allow_errors: bool) -> dict:
 
     def run():  # off the main thread: nbclient then leaves the worker's signal handlers alone (it replaces
         # SIGINT's and SIGTERM's with a kernel cleanup while it runs, and resets them to Python's defaults after)
-        box["res"] = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
-                                         meta_override=True, record_timing=True)
+        try:
+            box["res"] = single_nb_execution(nb, cwd=cwd, timeout=timeout, allow_errors=allow_errors,
+                                             meta_override=True, record_timing=True)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the worker's main thread below
+            box["exc"] = exc
 
     thread = threading.Thread(target=run, name="book_execute-notebook", daemon=True)
     thread.start()
     while thread.is_alive():  # the main thread wakes often, so that a SIGTERM's handler runs at once
         thread.join(0.2)
+    if "exc" in box:
+        raise box["exc"]
     res = box["res"]
     cells = []  # (index, seconds) of every executed code cell, from nbclient's timestamps
     failed = None
