@@ -137,3 +137,26 @@ def _cross_field_cases():
 def test_cross_field_rules_raise(match):
     with pytest.raises(ValueError, match=match):
         _cross_field_cases()[match]()
+
+
+def test_check_instances_is_the_one_non_empty_tuple_check():
+    from mambaicl.checks import check_instances
+
+    assert check_instances("xs", (1, 2), int) == (1, 2)
+    with pytest.raises(C.ConfigError, match=r"^xs must be a non-empty tuple of int; got \(\)"):
+        check_instances("xs", (), int)
+    with pytest.raises(C.ConfigError, match=r"^xs must be a non-empty tuple of int; got \[1\]"):
+        check_instances("xs", [1], int)
+    with pytest.raises(C.ConfigError, match=r"^xs\[1\] must be a int"):
+        check_instances("xs", (1, "2"), int)
+    with pytest.raises(C.ConfigError, match="must be a non-empty string"):
+        C.check_text("name", "  ")
+
+
+def test_prompt_sources_are_equal_by_class_and_key():
+    from mambaicl.data.source import KeyedSource
+    from mambaicl.members import SampledData
+
+    a, b = SampledData(lambda n, s: None, 2, key="k"), SampledData(lambda n, s: None, 2, key="k")
+    assert isinstance(a, KeyedSource) and a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != SampledData(lambda n, s: None, 2, key="other") and a != "k"
