@@ -89,10 +89,10 @@ def _reproduce(args) -> int:
         return _list()
     if not args.name:
         raise ConfigError("name the experiment to reproduce (python -m mambaicl reproduce --list shows them)")
+    if args.name not in experiments.names():  # the name first: "reproduce nope" is about the name, not --out
+        raise ConfigError(f"unknown experiment {args.name!r}; known experiments: {', '.join(experiments.names())}")
     if not args.out:
         raise ConfigError("--out DIR is required (the folder for results.json)")
-    if args.name not in experiments.names():
-        raise ConfigError(f"unknown experiment {args.name!r}; known experiments: {', '.join(experiments.names())}")
     mod = experiments.get(args.name)
     preset_name = args.preset or mod.DEFAULT_PRESET
     if preset_name not in mod.PRESETS:

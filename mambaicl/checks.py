@@ -121,6 +121,16 @@ def check_instance(name: str, value, cls, optional: bool = False):
     raise ConfigError(f"{name} must be {'None or ' if optional else ''}a {cls.__name__}; got {value!r}")
 
 
+def check_instances(name: str, values, cls) -> tuple:
+    """A non-empty tuple of instances of ``cls`` (a preset's runs, tables, regimes, gates): the tuple itself, each
+    item checked by :func:`check_instance` as ``name[i]``; else a ``ValueError``."""
+    if not isinstance(values, tuple) or not values:
+        raise ConfigError(f"{name} must be a non-empty tuple of {cls.__name__}; got {values!r}")
+    for i, v in enumerate(values):
+        check_instance(f"{name}[{i}]", v, cls)
+    return values
+
+
 def check_seed(name: str, seed) -> int:
     """One seed: a non-negative integer (the one rule every seed of the package is checked by)."""
     if not _is_int(seed) or seed < 0:
@@ -129,14 +139,28 @@ def check_seed(name: str, seed) -> int:
 
 
 def check_text(name: str, value) -> str:
-    """A non-empty string (a name: a preset's, a stage's)."""
-    if not isinstance(value, str) or not value:
+    """A non-empty string that is not blank (a name: a preset's, a stage's, a run's; a definition)."""
+    if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{name} must be a non-empty string; got {value!r}")
     return value
 
 
-def check_seeds(name: str, seeds) -> tuple:
-    """A non-empty tuple of distinct non-negative integer seeds (each checked by :func:`check_seed`)."""
+class Seeds(tuple):
+    """A tuple of seeds already checked by :func:`check_seeds`: a seed tuple is checked once, where it enters (a CLI
+    argument, a ``run(...)`` call: :func:`mambaicl.recipes.base.resolve_seeds`), and passed on as this type, which
+    every later :func:`check_seeds` returns unchanged. Equal to, hashed and printed like the plain tuple."""
+
+    __slots__ = ()
+
+    def __reduce__(self):  # pickled (torch.save, the result store) as the plain tuple it stands for
+        return (tuple, (tuple(self),))
+
+
+def check_seeds(name: str, seeds) -> Seeds:
+    """A non-empty tuple of distinct non-negative integer seeds (each checked by :func:`check_seed`), returned as
+    :class:`Seeds`; a :class:`Seeds` is returned as it is (checked where it entered)."""
+    if type(seeds) is Seeds:
+        return seeds
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
         raise ConfigError(f"{name} must be a sequence of non-negative integers; got {seeds!r}")
     seeds = tuple(seeds)
@@ -146,4 +170,4 @@ def check_seeds(name: str, seeds) -> tuple:
         check_seed(f"{name}[{i}]", s)
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"{name} must be distinct; got {seeds!r}")
-    return tuple(int(s) for s in seeds)
+    return Seeds(int(s) for s in seeds)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from .checks import (  # noqa: F401  (the kit, re-exported)
     ConfigError, check_int, check_real, check_choice, check_bool, check_reals, check_ints, check_choices,
-    check_instance, check_seed, check_text, check_seeds,
+    check_instance, check_instances, check_seed, check_text, check_seeds,
 )
 
 __all__ = [

@@ -15,6 +15,7 @@ from torch import nn
 
 from .config import (DEEP_KINDS, ONE_LAYER_KINDS, ConfigError, DataConfig, check_choice, check_instance, check_int,
                      check_real, check_seeds)
+from .data.source import KeyedSource
 from .seeding import numpy_stream, torch_generator
 
 __all__ = ["PromptSource", "SyntheticData", "SampledData", "Member", "members", "Draws", "MemberStack", "member_model",
@@ -44,7 +45,7 @@ class PromptSource(Protocol):
     def sample(self, batch: int, streams: list) -> tuple: ...
 
 
-class SyntheticData:
+class SyntheticData(KeyedSource):
     """Definition 1 training prompts (:func:`mambaicl.data.training_prompts`) on fixed patterns.
 
     Two are equal when their :class:`~mambaicl.data.Patterns` are equal in value (:attr:`Patterns.key`), with the
@@ -57,7 +58,7 @@ class SyntheticData:
         self.pat = pat
         self.config = check_instance("data config", config, DataConfig)
         self.tasks = training_tasks(config.M1) if tasks is None else tasks
-        self._key = (pat.key, config, tuple(map(tuple, self.tasks.tolist())))
+        self.key = (pat.key, config, tuple(map(tuple, self.tasks.tolist())))
 
     @property
     def d(self) -> int:
@@ -73,17 +74,11 @@ class SyntheticData:
         pr = training_prompts(self.pat, self.config, self.tasks, batch, list(streams))
         return pr, pr.z
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SyntheticData) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
     def __repr__(self) -> str:
         return f"SyntheticData({self.config})"
 
 
-class SampledData:
+class SampledData(KeyedSource):
     """Any prompt sampler as a member's data: ``fn(batch, streams) -> (P, z)`` stacked over the
     streams (see :class:`PromptSource`); equal when ``key`` is equal (give every distinct sampler
     its own key); ``stack_key`` defaults to ``key``."""
@@ -97,12 +92,6 @@ class SampledData:
 
     def sample(self, batch: int, streams: list) -> tuple:
         return self.fn(batch, list(streams))
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SampledData) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
 
     def __repr__(self) -> str:
         return f"SampledData({self.key!r})"

@@ -83,13 +83,16 @@ def stream_seed(seed: int, stage: str) -> int:
     return int(seed_sequence(seed, stage).generate_state(2, dtype=np.uint64)[0]) & _MASK63
 
 
-def substage(stage: str, **labels) -> str:
-    """The stage of one item of a sweep, e.g. ``substage("test", alpha=0.3) == "test/alpha=0.3"``.
+def substage(stage: str, *parts, **labels) -> str:
+    """The stream name of one item of a sweep: ``stage``, then each of ``parts`` as ``str(part)``, then each label
+    as ``key=value``, joined by ``/``. E.g. ``substage("test", "A", 0.3) == "test/A/0.3"`` (a rule and an alpha),
+    ``substage("test", alpha=0.3) == "test/alpha=0.3"``.
 
-    Each α of a sweep, each task group, ... then draws from its own stream, so its result does not
-    depend on the other items of the list it sits in.
+    Each alpha of a sweep, each task group, ... then draws from its own stream, so its result does not
+    depend on the other items of the list it sits in. Every composite stream name of the package is built
+    here (the names, hashed into the streams, fix every number: give a float part as ``float(a)``).
     """
-    return "/".join([check_text("stage", stage)] + [f"{k}={v}" for k, v in labels.items()])
+    return "/".join([check_text("stage", stage)] + [str(p) for p in parts] + [f"{k}={v}" for k, v in labels.items()])
 
 
 def streams_for(seeds, stage: str):

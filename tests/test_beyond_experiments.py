@@ -14,7 +14,7 @@ from mambaicl.data import training_tasks
 from mambaicl.experiments import boundary, fig2, gates, multiclass, regression
 from mambaicl.models import build_model
 from mambaicl.seeding import numpy_streams, torch_generators
-from mambaicl.analysis.stepsize import step_size_search
+from mambaicl.recipes.stepsize import step_size_search
 from mambaicl.config import ConfigError
 from mambaicl.train import train
 from reference_kernels import algorithm_1

@@ -137,3 +137,48 @@ def _cross_field_cases():
 def test_cross_field_rules_raise(match):
     with pytest.raises(ValueError, match=match):
         _cross_field_cases()[match]()
+
+
+def test_a_seed_tuple_is_checked_once_where_it_enters(monkeypatch):
+    """resolve_seeds (a run's entry) checks each seed once; the Seeds it returns pass every later check unchanged,
+    and are equal to, hashed and pickled as the plain tuple (the result store and torch.save see no new type)."""
+    import pickle
+
+    from mambaicl import checks
+    from mambaicl.recipes.base import resolve_seeds
+    from mambaicl.seeding import numpy_streams
+
+    seen = []
+    real = checks.check_seed
+    monkeypatch.setattr(checks, "check_seed", lambda name, s: seen.append(s) or real(name, s))
+    seeds = resolve_seeds(range(3))
+    assert seen == [0, 1, 2] and type(seeds) is checks.Seeds
+    assert resolve_seeds(seeds) is seeds and C.check_seeds("seeds", seeds) is seeds and len(numpy_streams(seeds, "t")) == 3
+    assert seen == [0, 1, 2]
+    assert seeds == (0, 1, 2) and hash(seeds) == hash((0, 1, 2)) and repr(seeds) == "(0, 1, 2)"
+    assert type(pickle.loads(pickle.dumps(seeds))) is tuple
+    with pytest.raises(C.ConfigError, match=r"^seeds must be distinct"):
+        resolve_seeds((1, 1))
+
+
+def test_check_instances_is_the_one_non_empty_tuple_check():
+    from mambaicl.checks import check_instances
+
+    assert check_instances("xs", (1, 2), int) == (1, 2)
+    with pytest.raises(C.ConfigError, match=r"^xs must be a non-empty tuple of int; got \(\)"):
+        check_instances("xs", (), int)
+    with pytest.raises(C.ConfigError, match=r"^xs must be a non-empty tuple of int; got \[1\]"):
+        check_instances("xs", [1], int)
+    with pytest.raises(C.ConfigError, match=r"^xs\[1\] must be a int"):
+        check_instances("xs", (1, "2"), int)
+    with pytest.raises(C.ConfigError, match="must be a non-empty string"):
+        C.check_text("name", "  ")
+
+
+def test_prompt_sources_are_equal_by_class_and_key():
+    from mambaicl.data.source import KeyedSource
+    from mambaicl.members import SampledData
+
+    a, b = SampledData(lambda n, s: None, 2, key="k"), SampledData(lambda n, s: None, 2, key="k")
+    assert isinstance(a, KeyedSource) and a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != SampledData(lambda n, s: None, 2, key="other") and a != "k"

@@ -28,11 +28,11 @@ def test_tiny_run_records_what_the_models_give():
     assert r.steps == [0, 5, 10, 15, 20]
     # the record before training, recomputed from the untrained models (built as the engine builds them)
     data, test = mechanism.setting(D.TINY.base)
-    from mambaicl.experiments.mechanism_fit import validation_prompts
+    from mambaicl.recipes.mechanism import validation_prompts
 
     for i, s in enumerate(r.seeds):
         model = mechanism.build(D.TINY.base, s)
-        val = validation_prompts(model_pat(), data, s, D.TINY.base.n_val)
+        val = validation_prompts(model_pat(), data, s, D.TINY.base.n_val, "mechanism validation")
         with torch.no_grad():
             margin = val.z.to(torch.get_default_dtype()) * model(val.P)
         assert r.val_hinge[i][0] == pytest.approx(float(torch.clamp(1 - margin, min=0).mean()), rel=1e-6)

@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from mambaicl.analysis.stepsize import search_seeds
+from mambaicl.recipes.stepsize import search_seeds
 from mambaicl.config import ConfigError, SYNTHETIC_DATA
 from mambaicl.data import all_tasks, make_patterns, test_prompts
 from mambaicl.experiments import mechanism as M
-from mambaicl.experiments.mechanism_fit import (LEARNS_IN_CONTEXT, learns_in_context, token_norms, validation_loss,
+from mambaicl.recipes.mechanism import (LEARNS_IN_CONTEXT, learns_in_context, token_norms, validation_loss,
                                                  validation_prompts)
 from mambaicl.models import build_model
 from mambaicl.seeding import numpy_stream, torch_generator
@@ -82,7 +82,7 @@ def test_deep_members_stop_together_and_keep_each_ones_best_check():
     preset = _small(train=dataclasses.replace(M.FIG3.train, steps=15, batch_size=16))
     members = M.seed_members(preset, (0, 1), lr=0.03)
     pat, data = members[0].data.pat, members[0].data.config
-    val = [validation_prompts(pat, data, s, 16) for s in (0, 1)]
+    val = [validation_prompts(pat, data, s, 16, "mechanism validation") for s in (0, 1)]
     fit = _plateau(preset, members, val, 5, 1)
     for i in range(2):
         rec = fit.stopping(i)
@@ -101,7 +101,7 @@ def test_a_diverging_deep_member_is_marked_and_keeps_its_best_check():
     preset = _small(train=dataclasses.replace(M.FIG3.train, steps=30, batch_size=16))
     members = M.seed_members(preset, (0,), lr=1.0)  # too large for this stack: the loss turns non-finite
     pat, data = members[0].data.pat, members[0].data.config
-    val = [validation_prompts(pat, data, 0, 16)]
+    val = [validation_prompts(pat, data, 0, 16, "mechanism validation")]
     fit = _plateau(preset, members, val, 5, 2)
     rec = fit.stopping(0)
     assert rec.diverged and math.isfinite(rec.best_loss)

@@ -91,9 +91,9 @@ def test_group_errors_partition_the_all_task_error(small):
 
 def test_eta_table_picks_the_lowest_mean_hinge_and_compares_paired():
     s = fig2.eta_table(SMALL, "linear", (0.001, 0.01, 0.1), seeds=(20, 21), n_val=500)
-    assert len(s.hinge_per_seed) == 3 and all(len(h) == 2 for h in s.hinge_per_seed)
-    means = [sum(h) / 2 for h in s.hinge_per_seed]
-    assert s.hinge == pytest.approx(means)
+    assert len(s.per_seed) == 3 and all(len(h) == 2 for h in s.per_seed)
+    means = [sum(h) / 2 for h in s.per_seed]
+    assert s.mean == pytest.approx(means)
     assert s.best == s.lrs[int(np.argmin(means))]
     assert s.versus_best(s.best).diff == 0.0
     te = fig2.eta_test_errors(s, SMALL, (0.0, 0.5), n=200)
@@ -152,9 +152,9 @@ def test_eta_table_marks_a_diverging_step_size_and_keeps_the_others():
     """A step size at which training diverges scores inf (0-1 error 1); the others are as if searched alone."""
     pre = dataclasses.replace(SMALL, train={**SMALL.train, "linear": dataclasses.replace(SMALL.train["linear"], steps=300)})
     both = fig2.eta_table(pre, "linear", (0.01, 1.0), seeds=(20, 21), n_val=300)
-    assert both.hinge[1] == math.inf and both.hinge_per_seed[1] == [math.inf, math.inf] and both.error[1] == 1.0
+    assert both.mean[1] == math.inf and both.per_seed[1] == [math.inf, math.inf] and both.error[1] == 1.0
     alone = fig2.eta_table(pre, "linear", (0.01,), seeds=(20, 21), n_val=300)
-    np.testing.assert_allclose(both.hinge_per_seed[0], alone.hinge_per_seed[0], rtol=1e-10)
+    np.testing.assert_allclose(both.per_seed[0], alone.per_seed[0], rtol=1e-10)
     assert both.best == 0.01 and both.error[0] == alone.error[0]
 
 

@@ -76,6 +76,7 @@ def test_one_seed_keeps_the_first_layout_and_equals_that_seed_of_a_batch(tiny):
     (["fig2", "--out", "x", "--seeds", "1", "1"], "seeds must be distinct"),
     (["fig2", "--out", "x", "--seed", "two"], "invalid int value"),
     (["fig2"], "--out DIR is required"),
+    (["nope"], "unknown experiment 'nope'"),  # the name is reported before the missing --out
 ])
 def test_bad_input_gives_one_line_and_no_traceback(args, message, capsys, monkeypatch):
     """In process: ``python -m mambaicl`` is ``sys.exit(main())``, so main's 2 is the exit status (one real

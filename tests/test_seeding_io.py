@@ -100,6 +100,12 @@ def test_every_distribution_draws_from_the_loaded_state():
 
 def test_substage_names_one_stream_per_item():
     assert substage("test", alpha=0.3) == "test/alpha=0.3" and substage("t", group="a b") == "t/group=a b"
+    # positional parts: the names the package typed by hand before, byte for byte (every stream depends on them)
+    rule, a, l, p_a, l_ts = "A", 0.3, 20, 0.6, 40
+    assert substage("test", rule, float(a)) == f"test/{rule}/{float(a)}" == "test/A/0.3"
+    assert substage("test", "linreg", int(l), float(a)) == f"test/linreg/{int(l)}/{float(a)}"
+    assert substage("breakdown", p_a, l_ts) == f"breakdown/{p_a}/{l_ts}" and substage("validation", "kappa") == "validation/kappa"
+    assert substage("sst2", "validation", 0.75, "CQ") == "sst2/validation/0.75/CQ"
     assert not torch.equal(torch.rand(3, generator=torch_generator(0, substage("test", alpha=0.3))),
                            torch.rand(3, generator=torch_generator(0, substage("test", alpha=0.5))))
 

@@ -105,7 +105,8 @@ def test_training_stops_when_the_validation_loss_stops_improving():
     import copy
 
     from mambaicl.evaluate import predict
-    from mambaicl.experiments import sst2_train as T
+    from mambaicl.recipes import sst2 as T
+    from mambaicl.recipes.validation import sst2_validation_prompts
     from mambaicl.train import loss_per_model, train
 
     feat = toy_features()
@@ -113,7 +114,7 @@ def test_training_stops_when_the_validation_loss_stops_improving():
     run = X.Run("m", "mamba", n_heads=1, n_layers=1, d_model=8, steps=40, batch_size=8, every=5, patience=2,
                 n_val=200, lr=1e-2)
     models, recs = X.trained_models(run, feat, (0, 3), cfg)
-    val = T.validation_prompts(run, feat, cfg)
+    val = sst2_validation_prompts(run, feat, cfg)
     for k, seed in enumerate((0, 3)):
         rec = recs[k]
         losses, snaps = [], []

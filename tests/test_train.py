@@ -85,7 +85,7 @@ def test_bad_loop_settings(kwargs, message):
 
 # ---------------------------------------------------------------- the engine: train(members, cfg)
 
-from mambaicl.analysis.stepsize import search_seeds, step_size_search  # noqa: E402
+from mambaicl.recipes.stepsize import search_seeds, step_size_search  # noqa: E402
 from mambaicl.models import GATE_KINDS  # noqa: E402
 from mambaicl.train import Draws, SyntheticData  # noqa: E402
 
@@ -260,7 +260,7 @@ def test_members_with_their_own_streams():
 def test_a_recorded_step_size_is_validated_and_stands_only_for_disjoint_seeds():
     """The book's one kind of record of a search (gates, SST-2, the deep stacks): the choice must be one of the
     candidates, and the record stands for reported seeds only when none of its own search seeds is reported."""
-    from mambaicl.analysis.stepsize import RecordedStep
+    from mambaicl.recipes.stepsize import RecordedStep
 
     r = RecordedStep(0.03, (0.1, 0.03, 0.01), (5, 6), "validation loss")
     assert r.lr == 0.03 and r.lrs == (0.1, 0.03, 0.01) and r.seeds == (5, 6)
@@ -274,7 +274,7 @@ def test_a_recorded_step_size_is_validated_and_stands_only_for_disjoint_seeds():
 
 
 def test_every_recorded_step_size_of_the_book_is_a_record_disjoint_from_its_reported_seeds():
-    from mambaicl.analysis.stepsize import RecordedStep
+    from mambaicl.recipes.stepsize import RecordedStep
     from mambaicl.experiments import gates, mechanism, sst2
 
     records = [(f"gates.{f}", r, gates.DEFAULT_SEEDS) for f, r in gates.SEARCHED_LR.items()]
@@ -292,7 +292,7 @@ def test_every_recorded_step_size_of_the_book_is_a_record_disjoint_from_its_repo
 def test_reporting_the_seeds_that_chose_a_recorded_step_size_warns():
     import warnings
 
-    from mambaicl.analysis.stepsize import RecordedStep, warn_if_chosen_on
+    from mambaicl.recipes.stepsize import RecordedStep, warn_if_chosen_on
 
     r = RecordedStep(0.1, (0.1, 0.3), (3, 4), "validation loss")
     with warnings.catch_warnings():

@@ -27,7 +27,7 @@ from ..config import ConfigError, check_choice
 from .stats import t_quantile  # the one Student-t quantile of the book (95 % intervals)
 
 __all__ = ["decay_stats", "SlopeFit", "loglog_slope", "smooth", "t_quantile", "crossing", "relaxation_time",
-           "window_slope"]
+           "window_slope", "CENSOR", "needed_length"]
 
 
 def decay_stats(values: Sequence[float]) -> tuple[np.ndarray, float, float]:
@@ -185,3 +185,19 @@ def window_slope(steps: Sequence[float], values: Sequence[float], t_max: float) 
     if keep.sum() < 2:
         raise ConfigError(f"t_max must leave at least two records (steps <= t_max = {t_max!r}); got {int(keep.sum())}")
     return float(np.polyfit(t[keep], y[keep], 1)[0])
+
+
+#: the count of a seed whose error never stays at or below the level on the grid (twice the longest prompt)
+CENSOR = 128
+
+
+def needed_length(errors, l_grid, level: float) -> int:
+    """The smallest ``l`` of ``l_grid`` from which every error (aligned with ``l_grid``) is ``<= level``;
+    :data:`CENSOR` if the last one is above it."""
+    out = CENSOR
+    for l, e in reversed(list(zip(l_grid, errors))):
+        if e > level:
+            break
+        out = l
+    return out
+

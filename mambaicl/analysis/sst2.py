@@ -32,7 +32,7 @@ from ..data.poisoning import EmbeddedPool, sst2_prompts
 from ..data.sst2_split import KEEPS, SST2Data, SST2Features, keep_threshold
 from ..evaluate import predict, zero_one_error
 from ..metric import wrong
-from ..seeding import numpy_stream
+from ..seeding import numpy_stream, substage
 from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, mean_se, shared_cluster_se
 
 __all__ = ["PCA_KS", "KEEPS", "accuracy", "accuracy_sentences", "sentence_contrast", "sentence_stats",
@@ -153,7 +153,7 @@ def margin_curve(feat: SST2Features, keeps=KEEPS, alpha: float = 0.75, n_prompts
         pool = EmbeddedPool(m[:, None], m[:, None], s)  # the probe margin is the only feature the oracle needs
         for count in ("binomial", "balanced"):
             pr = {(alpha, "R"): sst2_prompts(pool, n_prompts, l=l, alpha=alpha, placement="R", count=count,
-                                             stream=numpy_stream(seed, f"sst2/margin-curve/{keep}/{count}"))}
+                                             stream=numpy_stream(seed, substage("sst2", "margin-curve", keep, count)))}
             row[f"oracle_{count}"] = oracle_accuracy(pr, torch.tensor([1.0, 0.0], dtype=torch.float64))[(alpha, "R")]
         out.append(row)
     return out
@@ -203,7 +203,7 @@ def memorisation(res: dict, feat: SST2Features, cfg: SST2Data, alpha: float = 0.
     for name, pool in (("train", feat.train), ("test", feat.test)):
         prompts = {s: {(alpha, placement): sst2_prompts(pool, n_prompts, l=cfg.l, alpha=alpha, placement=placement,
                                                         count=cfg.count,
-                                                        stream=numpy_stream(s, f"test/sst2-memo/{name}"))}
+                                                        stream=numpy_stream(s, substage("test", "sst2-memo", name)))}
                    for s in res["seeds"]}
         k = (alpha, placement)
         out[name] = {}

@@ -38,6 +38,7 @@ from ..config import PLACEMENTS, RULES, ConfigError, check_choice, check_int, ch
 from ..seeding import check_stream
 from .patterns import value_key
 from .prompts import outlier_labels, outlier_mask
+from .source import KeyedSource
 from .vocabulary import LABELS, placement_id, rule_id
 
 __all__ = [
@@ -189,7 +190,7 @@ def sst2_prompts(pool: EmbeddedPool, batch: int, *, l: int = 8, alpha: float = 0
     return SST2Prompts(P=P, z=y[:, l].to(x.dtype), outlier=outlier, f=f, idx=idx)
 
 
-class SST2Source:
+class SST2Source(KeyedSource):
     """Training prompts on SST-2 as the data of engine members (:class:`mambaicl.train.PromptSource`).
 
     Definition 1 on sentences: each context example carries the phrase with probability ``p_a``
@@ -222,12 +223,6 @@ class SST2Source:
         prs = [sst2_prompts(self.pool, batch, l=self.l, alpha=self.p_a, placement=placement, rule="C", stream=g)
                for g in streams]
         return torch.stack([pr.P for pr in prs]), torch.stack([pr.z for pr in prs])  # (S, batch, l+1, d+1), (S, batch)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SST2Source) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
 
     def __repr__(self) -> str:
         return f"SST2Source(l={self.l}, p_a={self.p_a}, switch={self.switch})"

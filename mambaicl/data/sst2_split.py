@@ -63,7 +63,7 @@ class SST2Data(Config):
 
     Validation sentences (``n_val``) are carved from ``train.tsv`` for choosing step sizes
     (:func:`mambaicl.experiments.sst2.validation_curve`) and for stopping training when the validation
-    loss stops improving (:mod:`mambaicl.experiments.sst2_train`); they are embedded only when asked for
+    loss stops improving (:mod:`mambaicl.recipes.sst2`); they are embedded only when asked for
     (``prepare_features(..., with_val=True)``).
     """
 

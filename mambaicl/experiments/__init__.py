@@ -1,13 +1,14 @@
 """One module per experiment of the book; ``python -m mambaicl reproduce --list`` lists them.
 
-Every module follows the protocol of :mod:`mambaicl.experiments.base`: named presets, a
+Every module follows the protocol of :mod:`mambaicl.recipes.base`: named presets, a
 ``run(preset, *, seeds, device, progress) -> Result`` and ``Result.to_json()``. Adding an
 experiment is adding a module here (and its chapter section); the CLI finds it by itself.
 
 **Discovery rule.** A module of this package is an experiment if and only if it assigns ``PRESETS`` at its top
 level (every experiment declares its named presets; read from the source, without importing the module). The
-protocol (``base``), the result store (``store``) and helper modules (``mechanism_fit``, ``sst2_train``) declare
-no presets, so they are not experiments; no list of exceptions is kept by hand.
+result store (``store``) declares no presets, so it is not an experiment; no list of exceptions is kept by hand.
+The protocol (:mod:`mambaicl.recipes.base`) and the reusable trainings experiments share (:mod:`mambaicl.recipes`)
+live one layer down: an experiment imports recipes, never another experiment.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def get(name: str) -> ModuleType:
     module = importlib.import_module(f"{__name__}.{name}")
     for attr in ("PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "run"):
         if not hasattr(module, attr):
-            raise RuntimeError(f"experiment module {name!r} lacks {attr} (see mambaicl.experiments.base)")
+            raise RuntimeError(f"experiment module {name!r} lacks {attr} (see mambaicl.recipes.base)")
     module.NAME = name  # the module's name is the experiment's name
     module.DESCRIPTION = (module.__doc__ or name).strip().splitlines()[0]  # and its docstring's first line
     return module

@@ -3,7 +3,7 @@
 Glossary (code name -> paper symbol):
 
 ==================  ====================================================================================
-``App14GatesPreset`` App. 14's setting (:class:`mambaicl.experiments.shared.App14Spec`: Figure 2's data,
+``App14GatesPreset`` App. 14's setting (:class:`mambaicl.recipes.presets.App14Spec`: Figure 2's data,
                     squared loss, random outlier outputs at test time = rule C) and the test ``alphas``
 ``gate_ratio``      median gate ``G_{i,l+1}(w)`` of outlier examples / median gate of clean examples
                     (Corollary 2(i)'s measure, as the row ``cor2i``)
@@ -26,10 +26,10 @@ from ..analysis.corollaries import split_gates
 from ..config import instance, integer, reals
 from ..data import all_tasks, test_prompts
 from ..evaluate import errors_by_task_group
-from ..seeding import numpy_streams
-from . import fig2
-from .shared import App14Spec, Fig2Preset, patterns
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..seeding import numpy_streams, substage
+from ..recipes import fig2
+from ..recipes.presets import App14Spec, Fig2Preset, patterns
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["App14GatesPreset", "APP14", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "App14GatesResult",
            "fig2_preset", "gate_medians", "run"]
@@ -98,7 +98,7 @@ def run(preset: App14GatesPreset = APP14, *, seeds=DEFAULT_SEEDS, device=None, p
     g_out, g_clean = [], []
     for a in preset.alphas:
         pr = test_prompts(pat, dataclasses.replace(f2.test, alpha=float(a)), tasks, preset.n_test,
-                          numpy_streams(seeds, f"app14-gates/{float(a)}"))
+                          numpy_streams(seeds, substage("app14-gates", float(a))))
         med = gate_medians(stack, pr)
         g_out.append([m[0] for m in med])
         g_clean.append([m[1] for m in med])

@@ -11,7 +11,7 @@ Glossary (code name -> paper symbol):
                     ``(seed, "validation/batch")``, the same draws for every ``B``)
 ``diverged``        a seed whose training loss turned non-finite (marked by the engine) scores ``inf``
 ``needed``          per seed, the smallest ``B`` from which the loss stays ``<= reference + tolerance`` at
-                    every larger ``B`` of the grid (:func:`mambaicl.experiments.context_examples.needed_length`)
+                    every larger ``B`` of the grid (:func:`mambaicl.analysis.fits.needed_length`)
 ==================  ====================================================================================
 
 The models are Figure 2's (:func:`mambaicl.experiments.fig2.trained_models`) with ``batch_size`` replaced;
@@ -26,15 +26,14 @@ from dataclasses import dataclass
 
 import torch
 
+from ..analysis.fits import needed_length
 from ..config import instance, integer, integers, real
-from ..data import training_prompts, training_tasks
-from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model, train
-from . import fig2
-from . import shared
-from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from .context_examples import needed_length
+from ..recipes import fig2
+from ..recipes import presets
+from ..recipes.presets import TINY as FIG2_TINY, Fig2Preset, patterns
+from ..recipes.validation import validation_prompts
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["BatchPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "BatchResult", "run"]
 
@@ -45,7 +44,7 @@ KINDS = ("mamba", "linear")
 class BatchPreset(Preset):
     """Figure 2's two models trained with each batch size of the grid."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: presets.FIG2)
     batches: tuple = integers((1, 2, 4, 8, 16, 32, 64), 1)
     tolerance: float = real(0.02, 0.0)
     n_val: int = integer(2000, 1)
@@ -77,8 +76,7 @@ def run(preset: BatchPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
     seeds = resolve_seeds(seeds)
     f0 = preset.fig2
     pat = patterns(f0)
-    val = training_prompts(pat, f0.data, training_tasks(f0.data.M1), preset.n_val,
-                           numpy_streams(seeds, f"{STAGES['validation']}/batch"))
+    val = validation_prompts(pat, f0.data, seeds, preset.n_val, "validation", "batch")
     hinge = {k: [] for k in KINDS}
     models = {}
     for B in preset.batches:

@@ -50,9 +50,9 @@ from ..config import (ONE_LAYER_KINDS, RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, Co
                       synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
-from ..seeding import numpy_streams, torch_generator
+from ..seeding import numpy_streams, substage, torch_generator
 from ..train import Member, SyntheticData, train
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "BoundaryResult", "alpha_limit_mamba_d", "alpha_limit_lt_d", "members", "trained_grid", "run"]
@@ -231,7 +231,7 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
             for i, a in enumerate(preset.alphas):
                 test = dataclasses.replace(preset.test, l_ts=int(l_ts), alpha=float(a), rule=preset.rule,
                                            kappa_a_prime=float(kap))
-                gens = [g for _ in range(J) for g in numpy_streams(seeds, f"test/boundary/{int(l_ts)}/{float(a)}")]
+                gens = [g for _ in range(J) for g in numpy_streams(seeds, substage("test", "boundary", int(l_ts), float(a)))]
                 pr = test_prompts(pat, test, tasks, preset.n_test, gens)  # (J S, n, ...), the same for every p_a
                 for kind, stack in trained.items():
                     F = predict(stack, pr)  # (J S, n)

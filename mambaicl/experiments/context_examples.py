@@ -21,18 +21,17 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..config import instance, integer, integers, real, reals
+from ..analysis.fits import CENSOR, needed_length  # noqa: F401 (re-exported)
 from ..evaluate import test_error
-from ..seeding import numpy_streams
-from . import fig2
-from . import shared
-from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..seeding import numpy_streams, substage
+from ..recipes import fig2
+from ..recipes import presets
+from ..recipes.presets import TINY as FIG2_TINY, Fig2Preset, patterns
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["ContextPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "CENSOR", "needed_length",
            "ContextResult", "run"]
 
-#: the count of a seed whose error never stays at or below the level on the grid (twice the longest prompt)
-CENSOR = 128
 KINDS = ("mamba", "linear")
 
 
@@ -40,7 +39,7 @@ KINDS = ("mamba", "linear")
 class ContextPreset(Preset):
     """Figure 2's two models tested at several ``alpha`` over a grid of test prompt lengths."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: presets.FIG2)
     alphas: tuple = reals((0.3, 0.45, 0.6), 0.0, 1.0, high_open=True)
     l_grid: tuple = integers((2, 4, 6, 8, 12, 16, 24, 32, 48, 64), 1)
     level: float = real(0.05, 0.0, 1.0)
@@ -53,17 +52,6 @@ TINY = ContextPreset(name="tiny", fig2=FIG2_TINY, alphas=(0.3,), l_grid=(2, 8, 3
 PRESETS = {"fig2": FIG2, "tiny": TINY}
 DEFAULT_PRESET = "fig2"
 DEFAULT_SEEDS = tuple(range(20))
-
-
-def needed_length(errors, l_grid, level: float) -> int:
-    """The smallest ``l`` of ``l_grid`` from which every error (aligned with ``l_grid``) is ``<= level``;
-    :data:`CENSOR` if the last one is above it."""
-    out = CENSOR
-    for l, e in reversed(list(zip(l_grid, errors))):
-        if e > level:
-            break
-        out = l
-    return out
 
 
 @dataclass
@@ -94,7 +82,7 @@ def run(preset: ContextPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progr
         errors[kind], needed[kind] = [], []
         for a in preset.alphas:
             cols = [test_error(stack, pat, dataclasses.replace(f2.test, alpha=float(a), l_ts=int(l)), tasks,
-                               preset.n_test, numpy_streams(seeds, f"context/{float(a)}/{int(l)}"))
+                               preset.n_test, numpy_streams(seeds, substage("context", float(a), int(l))))
                     for l in preset.l_grid]  # [l][s]
             rows = [[cols[j][s] for j in range(len(cols))] for s in range(len(seeds))]
             errors[kind].append(rows)

@@ -38,9 +38,10 @@ from ..data import test_prompts
 from ..members import build_members, member_model
 from ..seeding import numpy_stream
 from ..train import train
-from . import mechanism, shared
-from .base import Preset, Result, resolve_device, resolve_seeds
-from .mechanism_fit import validation_prompts
+from ..recipes import mechanism
+from ..recipes import presets
+from ..recipes.base import Preset, Result, resolve_device, resolve_seeds
+from ..recipes.mechanism import validation_prompts
 
 __all__ = ["DeepGatePreset", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "DeepGateResult",
            "rates_around_zero", "run"]
@@ -50,7 +51,7 @@ __all__ = ["DeepGatePreset", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAU
 class DeepGatePreset(Preset):
     """FIG3's stack and step size, trained ``steps`` updates with a record every ``every``."""
 
-    base: shared.MechanismPreset = instance(shared.MechanismPreset, factory=lambda: shared.FIG3)
+    base: presets.MechanismPreset = instance(presets.MechanismPreset, factory=lambda: presets.FIG3)
     steps: int = integer(400, 1)  # FIG3's seeds stop after 50-175 updates: 400 leaves at least 225 after
     every: int = integer(25, 1)  # FIG3's validation checks are 25 updates apart
     n_gate: int = integer(256, 1)  # test prompts of the gate measure, per seed
@@ -64,11 +65,11 @@ class DeepGatePreset(Preset):
 FIG3 = DeepGatePreset(name="fig3")
 #: a seconds-long smoke test (tests); not a result of the book
 TINY = DeepGatePreset(name="tiny", base=dataclasses.replace(
-    shared.FIG3, model=dataclasses.replace(shared.FIG3.model, d_model=16), n_val=32),
+    presets.FIG3, model=dataclasses.replace(presets.FIG3.model, d_model=16), n_val=32),
                       steps=20, every=5, n_gate=32)
 PRESETS = {"fig3": FIG3, "tiny": TINY}
 DEFAULT_PRESET = "fig3"
-DEFAULT_SEEDS = shared.MECHANISM_SEEDS
+DEFAULT_SEEDS = presets.MECHANISM_SEEDS
 
 
 @dataclass
@@ -121,7 +122,7 @@ def run(preset: DeepGatePreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, prog
     group = mechanism.seed_members(base, seeds, lr)
     pat = group[0].data.pat
     data, test = mechanism.setting(base)
-    val = [validation_prompts(pat, data, s, base.n_val).to(dev) for s in seeds]
+    val = [validation_prompts(pat, data, s, base.n_val, "mechanism validation").to(dev) for s in seeds]
     prs = [test_prompts(pat, test, mechanism.mechanism_tasks(base), preset.n_gate,
                         numpy_stream(s, "test/gate-training")).to(dev) for s in seeds]
     rec = {"steps": [], "val_hinge": [[] for _ in seeds], "active": [[] for _ in seeds],

@@ -3,7 +3,7 @@
 Glossary (code name -> paper symbol):
 
 ====================  =====================================================================
-``ChecksPreset``      the :class:`~mambaicl.experiments.shared.DynamicsPreset` whose data, grids and
+``ChecksPreset``      the :class:`~mambaicl.recipes.presets.DynamicsPreset` whose data, grids and
                       measurements it shares, Mamba's small step size ``early_lr`` (``eta``) for the early
                       phase and ``min_inside`` (the fewest steps Lemma 4's horizon must hold)
 ``early_settings``    Mamba at ``early_lr`` over the ``1-p_a``, ``beta``, ``M1`` and ``l_tr`` grids
@@ -39,9 +39,9 @@ from ..analysis.lemmas import lemma4_horizon
 from ..analysis.theory import EARLY_FACTORS  # Lemma 4's factors over the whole horizon (eta left out)
 from ..analysis.theory import LEMMA_PREDICTED, THEOREM_PREDICTED as PREDICTED
 from ..config import ConfigError, instance, integer, real, to_dict
-from .base import Preset, Result, internal, resolve_seeds
-from .dynamics import factor_value, sweep_summary, trained_settings
-from .shared import (DYNAMICS, DYNAMICS_KINDS as KINDS, DYNAMICS_SEEDS as DEFAULT_SEEDS, DYNAMICS_TINY as DYN_TINY,
+from ..recipes.base import Preset, Result, internal, resolve_seeds
+from ..recipes.dynamics import factor_value, sweep_summary, trained_settings
+from ..recipes.presets import (DYNAMICS, DYNAMICS_KINDS as KINDS, DYNAMICS_SEEDS as DEFAULT_SEEDS, DYNAMICS_TINY as DYN_TINY,
                      DynamicsPreset, Setting)
 
 __all__ = ["DEFAULT_SEEDS", "EARLY_FACTORS", "ChecksPreset", "CHECKS", "TINY", "PRESETS", "DEFAULT_PRESET",

@@ -30,58 +30,29 @@ from dataclasses import dataclass
 
 import torch
 
-from ..config import ConfigError, TestConfig, check_choice, check_int, check_reals, to_dict
-from ..data import Patterns, all_tasks, cyclic_distance, task_groups, test_outliers, test_prompts, training_tasks
-from ..evaluate import errors_by_task_group, model_error, test_error
+from ..config import ConfigError, TestConfig, check_choice, check_reals, to_dict
+from ..data import Patterns, all_tasks, cyclic_distance, test_outliers, test_prompts
+from ..evaluate import errors_by_task_group, model_error
 from ..analysis.fits import crossing
-from ..analysis.stepsize import search_seeds, step_size_search, validation_hinge
 from ..analysis.lemmas import pattern_attention
-from ..analysis.stats import compare, error_mean_se, interval_from_se
-from ..seeding import numpy_streams
-from ..train import Member, SyntheticData, train
-from .base import Result, internal, resolve_device, resolve_seeds
+from ..analysis.stats import interval_from_se
+from ..recipes.base import Result, internal, resolve_seeds
+from ..recipes.fig2 import RESULT_KEYS, Sweep, claim_tasks, members, sweep, trained_models  # noqa: F401 (re-exported)
+from ..recipes.stepsize import StepSizeSearch, search_seeds, step_size_search
+from ..recipes.validation import validation_hinge
+from ..seeding import numpy_streams, substage
 
 __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "RESULT_KEYS", "CLAIM_GROUPS", "ETA_GRIDS", "Fig2Result", "Sweep", "patterns", "members", "trained_models",
-           "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_table", "EtaSearch", "eta_test_errors",
+           "claim_tasks", "sweep", "run", "group_errors", "attention_by_distance", "below_up_to", "eta_table", "eta_test_errors",
            "breakdown_sweep", "Breakdown"]
 
 
-#: key of each model kind in results.json and artifacts.pt (the file layout of the first release)
-RESULT_KEYS = {"mamba": "mamba", "linear": "linear_transformer", "mamba_merged": "mamba_merged"}
-from .shared import (CLAIM_GROUPS, DEFAULT_SEEDS, ETA_GRIDS, FIG2, FIG2_PRESETS, PLAIN, TINY,  # noqa: E402,F401
+from ..recipes.presets import (CLAIM_GROUPS, DEFAULT_SEEDS, ETA_GRIDS, FIG2, FIG2_PRESETS, PLAIN, TINY,  # noqa: E402,F401
                      Fig2Preset, patterns)
 
-PRESETS = FIG2_PRESETS  # Figure 2's presets live in .shared (Figure 2's ablations read them too)
+PRESETS = FIG2_PRESETS  # Figure 2's presets live in mambaicl.recipes.presets (Figure 2's ablations read them too)
 DEFAULT_PRESET = "fig2"
-
-
-def members(preset: Fig2Preset, pat: Patterns, seeds, kind: str) -> list:
-    """One :class:`mambaicl.train.Member` of ``kind`` per seed: Definition 1 prompts of ``preset.data`` on ``pat``
-    (training tasks), the preset's step size, ``m`` and ``delta`` for that kind."""
-    tr = preset.train[check_choice("kind", kind, preset.models)]
-    data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
-    return [Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype) for s in resolve_seeds(seeds)]
-
-
-def trained_models(preset: Fig2Preset, pat: Patterns, seeds, *, kinds=None, device=None, progress: bool = False,
-                   freeze: tuple = (), probes=None, record_every: int = 10) -> dict:
-    """Every model of the preset (or ``kinds``) for all ``seeds``, trained by :func:`mambaicl.train.train`
-    (Algorithm 1; one stack per kind).
-
-    Returns:
-        ``{kind: (stack, history)}`` with a :class:`mambaicl.models.OneLayerStack` per kind (slot ``s``: ``seeds[s]``).
-
-    Args:
-        freeze: parameter names kept at their initial value (e.g. ``("W_B",)``), a diagnostic.
-    """
-    out = {}
-    for kind in kinds or preset.models:
-        tr = train(members(preset, pat, seeds, kind), preset.train[check_choice("kind", kind, preset.models)],
-                   device=resolve_device(device), progress=progress, freeze=freeze, probes=probes,
-                   record_every=record_every)
-        out[kind] = (tr.models[0], tr.groups[0].history)
-    return out
 
 
 @dataclass
@@ -137,60 +108,6 @@ def preset_config(preset: Fig2Preset) -> dict:
     return cfg
 
 
-@dataclass
-class Sweep:
-    """Test errors of several models over ``alphas`` and rules, per seed, with means and standard errors.
-
-    ``per_seed[key][rule][s][i]`` is seed ``s``'s error at ``alphas[i]``; ``mean`` and ``se`` are over seeds
-    (:func:`mambaicl.analysis.stats.error_mean_se`, seeds and ``n`` test prompts counted).
-    """
-
-    alphas: list
-    n: int
-    per_seed: dict
-    mean: dict
-    se: dict
-
-
-def claim_tasks(M1: int) -> torch.Tensor:
-    """The tasks of :data:`CLAIM_GROUPS` (the 18 of the 30 tasks of ``M1 = 6`` on which Mamba's
-    "< 0.01" holds in Chapter 4): training tasks, training tasks reversed, patterns opposite on the cycle."""
-    tasks = all_tasks(M1)
-    keep = torch.tensor([g in CLAIM_GROUPS for g in task_groups(tasks, M1)])
-    return tasks[keep]
-
-
-def sweep(stacks: dict, pat: Patterns, preset: Fig2Preset, seeds, *, tasks=None, stage: str = "test",
-          n: int | None = None, alphas=None, rules=None, test: TestConfig | None = None) -> Sweep:
-    """Error of every stack in ``stacks`` (``{kind: OneLayerStack}``) at each ``alpha`` and rule.
-
-    Seed ``s`` is tested on prompts from the stream ``(s, "<stage>/<rule>/<alpha>")`` drawn from
-    ``tasks`` (default: all of ``T``); every model of a seed sees the same prompts.
-
-    Args:
-        n: test prompts per (model, rule, alpha, seed); default ``preset.n_test``.
-        test: the test shift (default ``preset.test``); ``rule`` and ``alpha`` are swept.
-    """
-    seeds = resolve_seeds(seeds)
-    n = preset.n_test if n is None else check_int("n", n, 1)
-    alphas = list(preset.alphas if alphas is None else check_reals("alphas", alphas, 0.0, 1.0, high_open=True))
-    rules = list(preset.rules if rules is None else rules)
-    tasks = all_tasks(preset.data.M1) if tasks is None else tasks
-    test = preset.test if test is None else test
-    per_seed, mean, se = {}, {}, {}
-    for kind, stack in stacks.items():
-        key = RESULT_KEYS[kind]
-        per_seed[key], mean[key], se[key] = {}, {}, {}
-        for rule in rules:
-            rows = [test_error(stack, pat, dataclasses.replace(test, rule=rule, alpha=float(a)), tasks, n,
-                               numpy_streams(seeds, f"{stage}/{rule}/{float(a)}")) for a in alphas]  # [alpha][seed]
-            stats = [error_mean_se(r, n) for r in rows]
-            mean[key][rule] = [m for m, _ in stats]
-            se[key][rule] = [s for _, s in stats]
-            per_seed[key][rule] = [[rows[i][s] for i in range(len(rows))] for s in range(len(seeds))]
-    return Sweep(alphas=alphas, n=n, per_seed=per_seed, mean=mean, se=se)
-
-
 def run(preset: Fig2Preset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> Fig2Result:
     """Train every model of ``preset`` for every seed and sweep alpha for every rule.
 
@@ -236,39 +153,10 @@ def below_up_to(alphas, mean, se, n_seeds: int, level: float = 0.01) -> float:
     return crossing(alphas, high, level, interpolate="before", never=float(alphas[-1]))
 
 
-@dataclass
-class EtaSearch(Result):
-    """Validation hinge loss and 0-1 error of each step size, per model and seed.
-
-    ``best`` is the step size with the lowest mean validation hinge loss; :meth:`versus_best` says, by the
-    book's rule (95 % t interval of the paired difference over seeds), whether another step size is distinguishable from it.
-    """
-
-    kind: str
-    lrs: list
-    seeds: list
-    hinge: list  # mean over seeds; inf where a seed diverged
-    hinge_se: list
-    hinge_per_seed: list  # [lr][seed]
-    error: list  # mean 0-1 error over seeds
-    best: float
-    steps: int
-    stack: object = internal()  # the trained OneLayerStack, member k * S + s = (lrs[k], seeds[s])
-
-    def rows(self) -> list:
-        """``(lr, hinge, hinge SE, 0-1 error)`` per step size, for a table."""
-        return list(zip(self.lrs, self.hinge, self.hinge_se, self.error))
-
-    def versus_best(self, lr: float):
-        """:func:`mambaicl.analysis.stats.compare` of step size ``lr``'s hinge loss with the best one's."""
-        i, j = self.lrs.index(lr), self.lrs.index(self.best)
-        return compare(self.hinge_per_seed[i], self.hinge_per_seed[j])
-
-
-def eta_table(preset: Fig2Preset, kind: str, lrs, seeds=None, n_val: int = 4000) -> EtaSearch:
-    """The step-size table of Chapter 4: the book's one search (:func:`mambaicl.analysis.stepsize.step_size_search`)
+def eta_table(preset: Fig2Preset, kind: str, lrs, seeds=None, n_val: int = 4000) -> StepSizeSearch:
+    """The step-size table of Chapter 4: the book's one search (:func:`mambaicl.recipes.stepsize.step_size_search`)
     of ``kind`` over ``lrs``, scored by the validation hinge loss on Definition 1 prompts
-    (:func:`mambaicl.analysis.stepsize.validation_hinge`: training tasks, stream ``(seed, "validation")``, the same
+    (:func:`mambaicl.recipes.validation.validation_hinge`: training tasks, stream ``(seed, "validation")``, the same
     prompts for every step size) after ``preset.train[kind].steps`` steps, with each step size's 0-1 error on those
     prompts (1 where a seed diverges). The default seeds are the first five not in :data:`DEFAULT_SEEDS` (5-9), so
     that the figure's runs play no part in choosing their step size."""
@@ -284,18 +172,16 @@ def eta_table(preset: Fig2Preset, kind: str, lrs, seeds=None, n_val: int = 4000)
     stack = search.trained.models[0]
     e = model_error(stack, vals, vals.z)
     error = [1.0 if any(search.diverged[k]) else sum(e[k * S:(k + 1) * S]) / S for k in range(len(lrs))]
-    return EtaSearch(kind=kind, lrs=list(lrs), seeds=list(seeds), hinge=search.mean, hinge_se=search.se,
-                     hinge_per_seed=search.per_seed, error=error, best=search.best, steps=preset.train[kind].steps,
-                     stack=stack)
+    return dataclasses.replace(search, kind=kind, error=error, steps=preset.train[kind].steps)
 
 
-def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str = "A", n: int = 2000,
+def eta_test_errors(search: StepSizeSearch, preset: Fig2Preset, alphas, *, rule: str = "A", n: int = 2000,
                     tasks=None) -> dict:
     """A diagnostic *after* the search: test error (Definition 2, ``preset.test``) of every step size's
     models, ``{lr: [[error of seed s at alphas[i]]]}``; seed ``s`` is tested on prompts from the streams
     ``(s, "eta-test/<rule>/<alpha>")``, the same for every step size. Needs a batched search."""
-    if search.stack is None:
-        raise ConfigError("search must hold the stack of a batched search (eta_table); search.stack is None")
+    if search.trained is None:
+        raise ConfigError("search must hold the trained stack of a batched search (eta_table); search.trained is None")
     pat = patterns(preset)
     S, K = len(search.seeds), len(search.lrs)
     member_seed = torch.arange(S).repeat(K)
@@ -303,8 +189,8 @@ def eta_test_errors(search: EtaSearch, preset: Fig2Preset, alphas, *, rule: str 
     out = {lr: [[0.0] * len(alphas) for _ in range(S)] for lr in search.lrs}
     for i, a in enumerate(alphas):
         test = dataclasses.replace(preset.test, rule=rule, alpha=float(a))
-        pr = test_prompts(pat, test, tasks, n, numpy_streams(search.seeds, f"eta-test/{rule}/{float(a)}"))
-        errs = model_error(search.stack, pr[member_seed], pr.z[member_seed])
+        pr = test_prompts(pat, test, tasks, n, numpy_streams(search.seeds, substage("eta-test", rule, float(a))))
+        errs = model_error(search.trained.models[0], pr[member_seed], pr.z[member_seed])
         for k, lr in enumerate(search.lrs):
             for s in range(S):
                 out[lr][s][i] = errs[k * S + s]
@@ -349,7 +235,7 @@ def breakdown_sweep(preset: Fig2Preset, pat: Patterns, seeds, *, p_as=(0.3, 0.6)
         for l_ts in l_tss:
             bound[(p_a, l_ts)] = min(1.0, p_a * preset.data.l_tr / l_ts)
             test = dataclasses.replace(preset.test, l_ts=l_ts)
-            sw = sweep({k: stacks[k] for k in kinds}, pat, pre, seeds, stage=f"breakdown/{p_a}/{l_ts}", n=n,
+            sw = sweep({k: stacks[k] for k in kinds}, pat, pre, seeds, stage=substage("breakdown", p_a, l_ts), n=n,
                        rules=[rule], test=test)
             for k in kinds:
                 key = RESULT_KEYS[k]

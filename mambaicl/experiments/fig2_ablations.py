@@ -35,10 +35,10 @@ from ..data.task_sets import TASK_SETS, task_set, tasks_by_group_for
 from ..checks import ConfigError
 from ..evaluate import model_error
 from ..metric import zero_one_error
-from ..seeding import numpy_streams, torch_generator
+from ..seeding import numpy_streams, substage, torch_generator
 from ..train import Member, SyntheticData, train
-from .shared import DEFAULT_SEEDS as FIG2_SEEDS, FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..recipes.presets import DEFAULT_SEEDS as FIG2_SEEDS, FIG2, TINY as FIG2_TINY, Fig2Preset, patterns
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["AblationsPreset", "ABLATIONS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "AblationsResult",
            "run", "error_by_length", "lengths_needed", "alpha_fits", "member_errors", "CYCLE", "M_SMALL"]
@@ -112,7 +112,7 @@ def _per_task(models, pat, base, seeds, n: int) -> list:
     ``all_tasks(M1)`` (``n`` prompts each, one draw per task shared by the models)."""
     test = dataclasses.replace(base.test, alpha=0.0)
     tasks = all_tasks(pat.mu.shape[0])
-    cols = [member_errors(models, pat, test, tasks[t:t + 1], n, seeds, f"ablations/task/{a}-{b}")
+    cols = [member_errors(models, pat, test, tasks[t:t + 1], n, seeds, substage("ablations", "task", f"{a}-{b}"))
             for t, (a, b) in enumerate(tasks.tolist())]  # [task][model][member]
     return [[[col[i][k] for col in cols] for k in range(len(ms))] for i, (_, ms) in enumerate(models)]
 
@@ -272,7 +272,7 @@ def _thm4d(preset: AblationsPreset, models: dict, pat, seeds) -> dict:
     if slots != list(range(lin.n_seeds)):
         raise RuntimeError("the linear Transformer's stack must hold exactly the seeds, in order")
     err4 = [error_by_length(lin, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(base.data.M1),
-                            preset.n_4d, preset.lengths, numpy_streams(seeds, f"ablations/4d/{float(a)}"))
+                            preset.n_4d, preset.lengths, numpy_streams(seeds, substage("ablations", "4d", float(a))))
             for a in preset.alphas_4d]
     needed = [lengths_needed(preset.lengths, e, preset.level) for e in err4]
     return {"alphas": list(preset.alphas_4d), "lengths": list(preset.lengths), "level": preset.level,
@@ -301,7 +301,7 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
     m_labs = (CYCLE, labels[-3], "linear", labels[-2])
     pairs = [(models[lab][0], _member_seeds(models, models[lab][0])) for lab in m_labs]
     rows = [member_errors(pairs, pat, dataclasses.replace(base.test, rule="A", alpha=float(a)), all_tasks(base.data.M1),
-                          preset.n_m, seeds, f"ablations/m/{float(a)}") for a in preset.m_alphas]  # [alpha][model][member]
+                          preset.n_m, seeds, substage("ablations", "m", float(a))) for a in preset.m_alphas]  # [alpha][model][member]
     m_errors = {lab: [[row[i][k] for k in models[lab][1]] for row in rows] for i, lab in enumerate(m_labs)}
     cfg = to_dict(preset)
     cfg["task_set_tasks"] = {n: task_set(n, base.data.M1).tolist() for n in (CYCLE, *preset.task_sets)}

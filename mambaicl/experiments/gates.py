@@ -19,7 +19,7 @@ budgets agree) and its gates are read on ``(s, "gates")``. Patterns: Figure 2's.
 
 Step sizes: ``"mamba"`` and ``"none"`` take Figure 2's (:data:`mambaicl.config.SYNTHETIC_LR`, read when this module
 is imported); the others come from the book's one step-size search
-(:func:`mambaicl.analysis.stepsize.step_size_search` with :func:`search_setup`: lowest validation hinge loss on Definition 1 prompts, the
+(:func:`mambaicl.recipes.stepsize.step_size_search` with :func:`search_setup`: lowest validation hinge loss on Definition 1 prompts, the
 training distribution, over :data:`ETA_GRID`, 3 seeds), recorded in :data:`SEARCHED_LR`. The search's seeds
 (3-5) are disjoint from :data:`DEFAULT_SEEDS` (the reported ones).
 """
@@ -31,16 +31,17 @@ from dataclasses import dataclass
 import torch
 
 from ..analysis.stats import error_mean_se, mean_se
-from ..analysis.stepsize import RecordedStep, search_seeds, validation_hinge, warn_if_chosen_on
+from ..recipes.stepsize import RecordedStep, search_seeds, warn_if_chosen_on
+from ..recipes.validation import validation_hinge
 from ..config import (SYNTHETIC_DATA, SYNTHETIC_LR, SYNTHETIC_TEST, ConfigError, DataConfig, TestConfig, check_choice,
-                      check_choices, check_instance, check_trains, instance, integer, real, reals,
+                      check_choices, check_instances, check_trains, instance, integer, real, reals,
                       synthetic_trains, to_dict, trains)
 from ..data import Patterns, all_tasks, make_patterns, test_prompts, training_tasks
 from ..evaluate import predict, zero_one_error
 from ..models.gla import GATE_FAMILIES, GATE_SETTINGS, GateConfig, kind_of_family
-from ..seeding import numpy_streams, torch_generator
+from ..seeding import numpy_streams, substage, torch_generator
 from ..train import Member, SyntheticData, train
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PRESET",
            "DEFAULT_SEEDS", "GatesResult", "family_members", "gate_statistics", "run",
@@ -49,7 +50,7 @@ __all__ = ["GatesPreset", "SEARCHED_LR", "APP12", "TINY", "PRESETS", "DEFAULT_PR
 
 #: step sizes of the families that Figure 2 does not train: what the book's one search
 #: (``step_size_search(lrs=ETA_GRID, **search_setup(APP12, family))``, the preset's budget) chooses on the seeds
-#: 20-22 after the reported :data:`DEFAULT_SEEDS` (0-19), recorded (:class:`mambaicl.analysis.stepsize.RecordedStep`);
+#: 20-22 after the reported :data:`DEFAULT_SEEDS` (0-19), recorded (:class:`mambaicl.recipes.stepsize.RecordedStep`);
 #: ``tests/test_beyond_experiments.py`` re-runs the search. (Searched again when the prompts moved to NumPy streams
 #: and the reported seeds to 20: the choice moved for two families, "gated_retention" 0.1 -> 0.03, validation hinge
 #: loss 0.0723 at 0.03 against 0.0725 at 0.1, a tie, and "gla" 0.1 -> 0.3, 0.0016 against 0.0096.)
@@ -76,10 +77,7 @@ class GatesPreset(Preset):
     pattern_seed: int = integer(0, 0)
 
     def _check(self) -> None:
-        if not isinstance(self.gates, tuple) or not self.gates:
-            raise ConfigError(f"gates must be a non-empty tuple of GateConfig; got {self.gates!r}")
-        for i, g in enumerate(self.gates):
-            check_instance(f"gates[{i}]", g, GateConfig)
+        check_instances("gates", self.gates, GateConfig)
         fams = check_choices("gates' families", tuple(g.family for g in self.gates), GATE_FAMILIES)
         check_trains("train", self.train, fams, min_m=self.data.d)
         budgets = {(tr.steps, tr.batch_size, tr.optimizer, tr.loss) for tr in self.train.values()}
@@ -198,7 +196,7 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
     gate_test = dataclasses.replace(preset.test, alpha=preset.gate_alpha)
     gate_pr = test_prompts(pat, gate_test, tasks, preset.n_gate, numpy_streams(seeds, "gates"))
     tests = [test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
-                          numpy_streams(seeds, f"test/{preset.test.rule}/{float(a)}")) for a in preset.alphas]
+                          numpy_streams(seeds, substage("test", preset.test.rule, float(a)))) for a in preset.alphas]
     errors, per_seed, ses, g_out, g_clean, profile, final, models, hists = ({} for _ in range(9))
     S = len(seeds)
     # every family in one call: one stacked model per family, the same budget, each family its own step size
@@ -229,9 +227,9 @@ def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progre
 
 
 def search_setup(preset: GatesPreset, family: str, seeds=None, n_val: int = 4000) -> dict:
-    """The arguments of the book's one search (:func:`mambaicl.analysis.stepsize.step_size_search`) for
+    """The arguments of the book's one search (:func:`mambaicl.recipes.stepsize.step_size_search`) for
     ``family`` (all but ``lrs``): its member, the preset's budget, the validation hinge loss on Definition 1
-    prompts (:func:`mambaicl.analysis.stepsize.validation_hinge`), the search seeds (default: the first three
+    prompts (:func:`mambaicl.recipes.validation.validation_hinge`), the search seeds (default: the first three
     not in :data:`DEFAULT_SEEDS`) and the reported seeds. ``step_size_search(lrs=ETA_GRID, **setup)``."""
     check_choice("family", family, preset.families)
     seeds = search_seeds(DEFAULT_SEEDS, 3) if seeds is None else resolve_seeds(seeds)

@@ -22,14 +22,13 @@ from dataclasses import dataclass
 import torch
 
 from ..config import instance, integer, reals
-from ..data import training_prompts, training_tasks
 from ..evaluate import model_error
-from ..seeding import STAGES, numpy_streams
 from ..train import loss_per_model
-from . import fig2
-from . import shared
-from .shared import TINY as FIG2_TINY, Fig2Preset, patterns
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..recipes import fig2
+from ..recipes import presets
+from ..recipes.presets import TINY as FIG2_TINY, Fig2Preset, patterns
+from ..recipes.validation import validation_prompts
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["KappaPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "lower_bound",
            "KappaResult", "run"]
@@ -42,14 +41,14 @@ def lower_bound(V: int, beta: float) -> float:
     return V / beta ** 4
 
 
-_SMALL = round(lower_bound(shared.FIG2.data.V, shared.FIG2.data.beta) / 10, 6)
+_SMALL = round(lower_bound(presets.FIG2.data.V, presets.FIG2.data.beta) / 10, 6)
 
 
 @dataclass(frozen=True)
 class KappaPreset(Preset):
     """Figure 2's two models trained at each ``kappa_a`` and validated on the training distribution."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: presets.FIG2)
     kappas: tuple = reals((2.0, _SMALL), 0.0, low_open=True)
     n_val: int = integer(4000, 1)
 
@@ -85,8 +84,7 @@ def run(preset: KappaPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progres
     for kappa in preset.kappas:
         f2 = dataclasses.replace(preset.fig2, data=dataclasses.replace(preset.fig2.data, kappa_a=float(kappa)))
         trained = fig2.trained_models(f2, pat, seeds, kinds=KINDS, device=resolve_device(device), progress=progress)
-        val = training_prompts(pat, f2.data, training_tasks(f2.data.M1), preset.n_val,
-                               numpy_streams(seeds, f"{STAGES['validation']}/kappa"))
+        val = validation_prompts(pat, f2.data, seeds, preset.n_val, "validation", "kappa")
         for kind in KINDS:
             stack = trained[kind][0]
             with torch.no_grad():

@@ -12,7 +12,7 @@ Glossary (code name -> paper symbol):
 ``rank``              median ``G_{h(j)}``, ``j = 1..J`` (Corollary 2(ii)); ``decay_*`` its fit vs ``2^{-(j-1)}``
 ``errors_by_group``   ``{model: {task group: [per seed]}}``: test error per task group (training, reversed,
                       distance 2, distance 3); a model that memorised the training tasks fails every
-                      reversed task (:mod:`mambaicl.experiments.mechanism_fit`)
+                      reversed task (:mod:`mambaicl.recipes.mechanism`)
 ``lrs``               step sizes searched on held-out seeds (``n_search`` of them, ``search_steps``
                       updates, scored by the validation loss); ``()``: the preset's ``train.lr``
 ``val_every``         check the validation loss every ``val_every`` updates and stop when ``patience``
@@ -26,7 +26,7 @@ Streams: seed ``s`` initialises from ``(s, "init")``, trains on ``(s, "train")``
 on ``(s, "test/mechanism")`` (and ``"test/sums"``, ``"test/groups"``, ``"test/placement"``); the patterns are Figure 2's (shared by all seeds, see
 :mod:`mambaicl.experiments.fig2`, from ``(0, "patterns")``).
 
-The preset class and the named presets live in :mod:`mambaicl.experiments.shared` (``rmsnorm_causal`` and
+The preset class and the named presets live in :mod:`mambaicl.recipes.presets` (``rmsnorm_causal`` and
 ``deep_gate_training`` read them too) and are re-exported here under their usual names.
 """
 from __future__ import annotations
@@ -34,24 +34,20 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Optional
 
-import torch
-
-from ..analysis.corollaries import (SumRecorder, decay_summary, group_report, layer_table,  # noqa: F401
+from ..analysis.corollaries import (decay_summary, group_report, layer_table,  # noqa: F401
                                     mechanism_report, placement_cost)
 from ..evaluate import errors_by_task_group
 from ..analysis.stats import compare, error_mean_se, mean_se
-from ..config import SYNTHETIC_DATA, SYNTHETIC_TEST, DataConfig, TestConfig, check_choice, to_dict
-from ..data import Patterns, all_tasks, make_patterns, task_groups, test_prompts, training_tasks
+from ..config import check_choice, to_dict
+from ..data import all_tasks, test_prompts
 from ..evaluate import predict, zero_one_error
-from ..seeding import numpy_stream, torch_generator
-from ..members import build_members, member_model
-from ..train import EarlyStopping, Member, SyntheticData, train
-from .base import Result, internal, resolve_device, resolve_seeds
-from .shared import (FIG3, FIG3_NONE, MAMBA1, MECHANISM_PRESETS, MECHANISM_SEEDS, ONE_LAYER_MECHANISM,  # noqa: F401
+from ..seeding import numpy_stream
+from ..recipes.base import Result, internal, resolve_seeds
+from ..recipes.presets import (FIG3, FIG3_NONE, MAMBA1, MECHANISM_PRESETS, MECHANISM_SEEDS, ONE_LAYER_MECHANISM,  # noqa: F401
                      MechanismPreset, log_steps)
-from .mechanism_fit import search_step_size, token_norms, validation_loss, validation_prompts
+from ..recipes.mechanism import (SeedRun, build, mechanism_tasks, search, seed_members, seed_runs,  # noqa: F401
+                                 setting, token_norms)
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
@@ -60,119 +56,6 @@ __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESE
 ONE_LAYER, DEFAULT_SEEDS = ONE_LAYER_MECHANISM, MECHANISM_SEEDS
 PRESETS = MECHANISM_PRESETS
 DEFAULT_PRESET = "fig3"
-
-
-def setting(preset: MechanismPreset) -> tuple[DataConfig, TestConfig]:
-    """Figure 2's data with ``p_a`` of the preset, and its test shift with ``alpha`` of the preset."""
-    return (dataclasses.replace(SYNTHETIC_DATA, p_a=preset.p_a),
-            dataclasses.replace(SYNTHETIC_TEST, alpha=preset.alpha))
-
-
-def build(preset: MechanismPreset, seed: int, device=None) -> torch.nn.Module:
-    """The untrained model of ``preset`` for seed ``seed`` (initial values from ``(seed, "init")``), as the engine
-    builds it (:func:`seed_members`)."""
-    return member_model(build_members(seed_members(preset, (seed,)), resolve_device(device)), 0)
-
-
-@dataclass
-class SeedRun:
-    """One seed's trained model, its training history (``None`` when trained to a plateau) and Corollary 1's
-    sums along training; with ``val_every``, the update count it kept (``best_step``) and its validation loss."""
-
-    model: torch.nn.Module
-    history: object
-    recorder: SumRecorder
-    patterns: Patterns
-    best_step: int = -1
-    val_loss: float = math.nan
-    stopped: int = -1
-    diverged: bool = False
-
-
-def mechanism_tasks(preset: MechanismPreset) -> torch.Tensor:
-    """The tasks whose test prompts Corollaries 1-2 are measured on: all, or those of ``preset.mechanism_groups``."""
-    M1 = SYNTHETIC_DATA.M1
-    tasks = all_tasks(M1)
-    if not preset.mechanism_groups:
-        return tasks
-    return tasks[torch.tensor([g in preset.mechanism_groups for g in task_groups(tasks, M1)])]
-
-
-def _sum_prompts(preset: MechanismPreset, pat: Patterns, seed: int):
-    _, test = setting(preset)
-    return test_prompts(pat, test, mechanism_tasks(preset), preset.n_sums, numpy_stream(seed, "test/sums"))
-
-
-def _patterns(preset: MechanismPreset) -> Patterns:
-    dtype = torch.float64 if preset.model is None else torch.get_default_dtype()
-    return make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"), dtype=dtype)
-
-
-def seed_members(preset: MechanismPreset, seeds, lr: Optional[float] = None) -> list:
-    """One :class:`mambaicl.train.Member` per seed: the preset's model (one-layer Mamba of Eq. (3), or its
-    deep stack) on Definition 1 prompts of :func:`setting` with step size ``lr`` (default the preset's)."""
-    data, _ = setting(preset)
-    src = SyntheticData(_patterns(preset), data, training_tasks(data.M1))
-    tr = preset.train if lr is None else dataclasses.replace(preset.train, lr=float(lr))
-    if preset.model is None:
-        return [Member(s, "mamba", src, tr.lr, m=tr.m, delta=tr.delta) for s in resolve_seeds(seeds)]
-    kw = preset.model.model_kwargs()
-    n_layers, delta = kw.pop("n_layers"), kw.pop("delta", None)
-    return [Member(s, preset.model.kind, src, tr.lr, n_layers=n_layers, delta=delta, options=kw)
-            for s in resolve_seeds(seeds)]
-
-
-def search(preset: MechanismPreset, reported, *, device=None):
-    """The step-size search of ``preset`` (:func:`mambaicl.experiments.mechanism_fit.search_step_size`) over
-    ``preset.lrs`` on ``preset.n_search`` seeds disjoint from ``reported``; ``None`` if ``preset.lrs`` is empty."""
-    if not preset.lrs:
-        return None
-    template = seed_members(preset, (0,))[0]
-    cfg = dataclasses.replace(preset.train, steps=preset.search_steps)
-    return search_step_size(template, preset.lrs, cfg, reported=tuple(reported), n_seeds=preset.n_search,
-                            n_val=preset.n_val, device=resolve_device(device))
-
-
-def seed_runs(preset: MechanismPreset, seeds, *, lr: Optional[float] = None, device=None, progress: bool = False,
-              record_every: int = 50) -> list[SeedRun]:
-    """Every seed of the preset trained by the engine in one call (:func:`seed_members`, step size ``lr`` or the
-    preset's), recording Corollary 1's sums of each seed on its own prompts ``(s, "test/sums")`` at
-    ``preset.steps_to_record`` (and before training, on the engine's initial model). Seed ``s`` starts from
-    ``(s, "init")`` and trains on ``(s, "train")``, as it would alone; with ``preset.val_every`` every seed
-    trains until its validation loss stops improving and keeps its best check
-    (the engine's early stopping, every seed checked on its own validation prompts, all stopping together when
-    none improves any more). Returns one :class:`SeedRun` per seed."""
-    seeds = resolve_seeds(seeds)
-    device = resolve_device(device)
-    group = seed_members(preset, seeds, lr)
-    pat = group[0].data.pat
-    recs = [SumRecorder(_sum_prompts(preset, pat, s), steps=preset.steps_to_record) for s in seeds]
-    start = build_members(group, device)  # the initial models, as the engine builds them
-    for i, rec in enumerate(recs):
-        rec.record(0, member_model(start, i))
-    at = set(preset.steps_to_record)
-
-    def callback(step: int, model) -> None:  # record every member after the updates listed in ``at``
-        if step + 1 in at:
-            with torch.no_grad():
-                for i, rec in enumerate(recs):
-                    rec.record(step + 1, member_model(model, i))
-
-    if preset.val_every:
-        data, _ = setting(preset)
-        val = [validation_prompts(pat, data, s, preset.n_val) for s in seeds]
-        stop = EarlyStopping(every=preset.val_every, patience=preset.patience, initial=True, together=True)
-        trained = train(group, preset.train, device=device, progress=progress, record_every=max(preset.train.steps, 1),
-                        callback=callback, nonfinite="mark", stop=stop, validate=validation_loss(val, preset.train.loss))
-        stops = [trained.stopping(i) for i in range(len(seeds))]
-        return [SeedRun(model=trained.member_model(i).eval(), history=None, recorder=rec, patterns=pat,
-                        best_step=st.best_step, val_loss=st.best_loss, stopped=st.stopped_at, diverged=st.diverged)
-                for i, (rec, st) in enumerate(zip(recs, stops))]
-    trained = train(group, preset.train, device=device, progress=progress, record_every=record_every,
-                    callback=callback)
-    model, hist = trained.model(0), trained.groups[0].history
-    return [SeedRun(model=member_model(model, i).eval(), history=hist, recorder=rec, patterns=pat)
-            for i, rec in enumerate(recs)]
 
 
 @dataclass

@@ -37,9 +37,9 @@ from ..data import all_tasks, make_patterns, training_tasks
 from ..data.multiclass import all_levels_error, level_errors, level_stage, multiclass_test_prompts
 from ..evaluate import predict
 from ..members import Member, SyntheticData
-from ..seeding import torch_generator
+from ..seeding import substage, torch_generator
 from ..train import train
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["MulticlassPreset", "APP13", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "MulticlassResult", "heads_members", "run"]
@@ -132,7 +132,7 @@ def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, p
     pat = make_patterns(preset.data, torch_generator(preset.pattern_seed, "patterns"))
     tasks = all_tasks(preset.data.M1)
     prompts = [multiclass_test_prompts(pat, dataclasses.replace(preset.test, alpha=float(a)), tasks, preset.n_test,
-                                       seeds, f"test/multiclass/{float(a)}", H) for a in preset.alphas]
+                                       seeds, substage("test", "multiclass", float(a)), H) for a in preset.alphas]
     e_all, e_all_ps, e_all_se, e_lvl, e_lvl_ps, indep, final, models = ({} for _ in range(8))
     for kind in preset.models:
         trained = train(heads_members(preset, kind, pat, seeds), preset.train[kind], device=resolve_device(device),

@@ -32,7 +32,7 @@ Figure 2's streams) or ``(s, "train/linreg")``; test prompts ``(s, "test/app14/<
 ``(s, "test/linreg/<l>/<alpha>")``, the same for every model (paired). The training length schedule
 (one length per step, shared by all seeds and models) comes from ``(schedule_seed, "lengths")``.
 
-``App14Spec`` lives in :mod:`mambaicl.experiments.shared` (``app14_gates`` reads it too) and is re-exported here.
+``App14Spec`` lives in :mod:`mambaicl.recipes.presets` (``app14_gates`` reads it too) and is re-exported here.
 """
 from __future__ import annotations
 
@@ -47,10 +47,10 @@ from ..config import (Config, DeepConfig, RunConfig, TrainConfig, check_choice, 
 from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
-from ..seeding import STAGES, numpy_streams, torch_generator
+from ..seeding import STAGES, numpy_streams, substage, torch_generator
 from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
-from .shared import APP14_KINDS, App14Spec
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..recipes.presets import APP14_KINDS, App14Spec
 
 __all__ = ["App14Spec", "LinRegTask", "RegressionPreset", "REGRESSION", "CONVERGED", "TINY", "PRESETS",
            "DEFAULT_PRESET", "DEFAULT_SEEDS", "RegressionResult", "length_sampler", "linreg_data",
@@ -194,7 +194,7 @@ def _validator(preset: RegressionPreset, seeds):
     task = preset.task
     lengths = sorted({task.l_min, (task.l_min + task.l_max) // 2, task.l_max})
     vals = [regression_prompts(preset.n_val, l, task.d, task.p_a,
-                               numpy_streams(seeds, f"{STAGES['validation']}/linreg/{l}"),
+                               numpy_streams(seeds, substage(STAGES["validation"], "linreg", l)),
                                kind=task.kind, bias=task.bias) for l in lengths]
 
     def validate(model, k: int) -> float:
@@ -237,7 +237,7 @@ def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
     by_alpha = {k: [] for k in [*models, "least_squares", "predict_zero"]}
     for which, l, a in points:
         pr = regression_prompts(preset.n_test, int(l), task.d, float(a),
-                                numpy_streams(seeds, f"test/linreg/{int(l)}/{float(a)}"), kind=task.kind,
+                                numpy_streams(seeds, substage("test", "linreg", int(l), float(a))), kind=task.kind,
                                 bias=task.bias)
         outs = {name: _outputs(m, pr.P) for name, m in models.items()}
         outs["least_squares"] = least_squares_clean(pr.P, pr.outlier, d=task.d)
@@ -258,7 +258,7 @@ def _app14(spec: App14Spec, seeds, device, progress) -> tuple:
     zo = {k: [] for k in [*stacks, "least_squares"]}
     for a in spec.alphas:
         pr = test_prompts(pat, dataclasses.replace(spec.test, alpha=float(a)), tasks, spec.n_test,
-                          numpy_streams(seeds, f"test/app14/{float(a)}"))
+                          numpy_streams(seeds, substage("test", "app14", float(a))))
         outs = {k: predict(st, pr) for k, st in stacks.items()}
         outs["least_squares"] = least_squares_clean(pr.P, pr.outlier)
         for name, F in outs.items():

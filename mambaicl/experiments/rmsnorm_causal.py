@@ -3,7 +3,7 @@
 Glossary (code name -> paper symbol):
 
 ====================  ==================================================================================
-``AFTER_FIRST``       :data:`mambaicl.experiments.shared.FIG3` with ``norm="after_first"``: the first
+``AFTER_FIRST``       :data:`mambaicl.experiments.presets.FIG3` with ``norm="after_first"``: the first
                       layer's gate reads the raw token (an additive outlier makes it longer), the other
                       layers read RMSNorm's output, as in FIG3; its own step-size search and stopping
 ``gate_ratio``        per layer and seed, median outlier gate / median clean gate (Corollary 2(i))
@@ -24,15 +24,16 @@ from dataclasses import dataclass
 
 from ..config import instance
 from ..analysis.verdicts import M1_PAPER
-from . import mechanism, shared
-from .base import Preset, Result, internal, resolve_seeds
+from . import get as experiment
+from ..recipes import presets
+from ..recipes.base import Preset, Result, internal, resolve_seeds
 from .store import stored
 
 __all__ = ["RmsnormCausalPreset", "AFTER_FIRST", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "RmsnormCausalResult", "run"]
 
-AFTER_FIRST = dataclasses.replace(shared.FIG3, name="fig3_after_first",
-                                  model=dataclasses.replace(shared.FIG3.model, norm="after_first"),
+AFTER_FIRST = dataclasses.replace(presets.FIG3, name="fig3_after_first",
+                                  model=dataclasses.replace(presets.FIG3.model, norm="after_first"),
                                   n_placement=0, searched_lr=0.0)
 
 
@@ -40,24 +41,24 @@ AFTER_FIRST = dataclasses.replace(shared.FIG3, name="fig3_after_first",
 class RmsnormCausalPreset(Preset):
     """The stack without the first layer's normalisation and the reference stack (FIG3)."""
 
-    after_first: shared.MechanismPreset = instance(shared.MechanismPreset, factory=lambda: AFTER_FIRST)
-    reference: shared.MechanismPreset = instance(shared.MechanismPreset, factory=lambda: shared.FIG3)
+    after_first: presets.MechanismPreset = instance(presets.MechanismPreset, factory=lambda: AFTER_FIRST)
+    reference: presets.MechanismPreset = instance(presets.MechanismPreset, factory=lambda: presets.FIG3)
 
 
 FIG3 = RmsnormCausalPreset(name="fig3")
-_TINY_TRAIN = dataclasses.replace(shared.FIG3.train, steps=20)
+_TINY_TRAIN = dataclasses.replace(presets.FIG3.train, steps=20)
 #: a seconds-long smoke test (tests); not a result of the book
 TINY = RmsnormCausalPreset(
     name="tiny",
     after_first=dataclasses.replace(AFTER_FIRST, model=dataclasses.replace(AFTER_FIRST.model, d_model=16),
                                     train=_TINY_TRAIN, lrs=(), val_every=0, n_test=64, n_sums=16, n_group=32,
                                     n_norms=0, record_steps=(20,)),
-    reference=dataclasses.replace(shared.FIG3, model=dataclasses.replace(shared.FIG3.model, d_model=16),
+    reference=dataclasses.replace(presets.FIG3, model=dataclasses.replace(presets.FIG3.model, d_model=16),
                                   train=_TINY_TRAIN, lrs=(), searched_lr=0.0, val_every=0, n_test=64, n_sums=16,
                                   n_group=32, n_norms=0, n_placement=0, record_steps=(20,)))
 PRESETS = {"fig3": FIG3, "tiny": TINY}
 DEFAULT_PRESET = "fig3"
-DEFAULT_SEEDS = shared.MECHANISM_SEEDS
+DEFAULT_SEEDS = presets.MECHANISM_SEEDS
 
 
 @dataclass
@@ -79,6 +80,7 @@ def run(preset: RmsnormCausalPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None,
         progress: bool = True) -> RmsnormCausalResult:
     """Train the after_first stack (and read FIG3 from the store, or train it) for every seed; compare their gates."""
     seeds = resolve_seeds(seeds)
+    mechanism = experiment("mechanism")  # the mechanism experiment's result, composed through the registry and store
     res = {"after_first": mechanism.run(preset.after_first, seeds=seeds, device=device, progress=progress),
            "rms": stored(mechanism.run, preset.reference, seeds=seeds, progress=False)}
     ratio = {k: [r.per_seed(layer, "gate_ratio") for layer in range(len(r.layers))] for k, r in res.items()}

@@ -35,10 +35,11 @@ from ..config import RULES, ConfigError, check_choice, choices, instance, intege
 from ..data import test_outliers
 from ..evaluate import errors_by_task_group
 from ..analysis.information import information_bound_all_tasks, information_bound_by_group
-from . import fig2
-from . import shared
-from .shared import CLAIM_GROUPS, TINY as FIG2_TINY, Fig2Preset, patterns
-from .base import Preset, Result, internal, resolve_device, resolve_seeds
+from ..seeding import substage
+from ..recipes import fig2
+from ..recipes import presets
+from ..recipes.presets import CLAIM_GROUPS, TINY as FIG2_TINY, Fig2Preset, patterns
+from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["SeedTailPreset", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "FAIL_LEVEL",
            "SeedTailResult", "predictor", "spearman", "auc", "run", "group_sweep", "failing_interval"]
@@ -51,7 +52,7 @@ FAIL_LEVEL = 0.05
 class SeedTailPreset(Preset):
     """Figure 2's Mamba (``fig2``'s settings) tested at one ``alpha`` on every task group, each rule."""
 
-    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: shared.FIG2)
+    fig2: Fig2Preset = instance(Fig2Preset, factory=lambda: presets.FIG2)
     alpha: float = real(0.8, 0.0, 1.0, high_open=True)
     rules: tuple = choices(RULES, RULES)
     n_test: int = integer(4000, 1)  # prompts per (seed, rule, task group)
@@ -143,7 +144,7 @@ def run(preset: SeedTailPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, prog
     groups, all_err, claim_err = {}, {}, {}
     for rule in preset.rules:
         test = dataclasses.replace(f2.test, rule=rule, alpha=preset.alpha)
-        g = errors_by_task_group(stack, pat, test, preset.n_test, seeds, f"seed-tail/{rule}")
+        g = errors_by_task_group(stack, pat, test, preset.n_test, seeds, substage("seed-tail", rule))
         groups[rule] = g
         all_err[rule] = [sum(g[k][s] * by_group[k][1] for k in g) / n_tasks for s in range(len(seeds))]
         claim = [k for k in g if k in CLAIM_GROUPS]  # equal numbers of tasks (M1 each)
@@ -173,7 +174,7 @@ def group_sweep(res: SeedTailResult, alphas, *, n: int = 1000, rule: str = "A") 
     out = {}
     for a in alphas:
         test = dataclasses.replace(f2.test, rule=rule, alpha=float(a))
-        g = errors_by_task_group(res.stack, pat, test, n, res.seeds, f"seed-tail/sweep/{rule}/{float(a)}")
+        g = errors_by_task_group(res.stack, pat, test, n, res.seeds, substage("seed-tail", "sweep", rule, float(a)))
         g["all"] = [sum(g[k][s] * n_by[k] for k in n_by) / sum(n_by.values()) for s in range(len(res.seeds))]
         for k, v in g.items():
             out.setdefault(k, []).append(v)

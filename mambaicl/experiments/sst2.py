@@ -41,16 +41,16 @@ from ..analysis.sst2 import (CLAIM_KEYS, KEEPS, PCA_KS, accuracy, accuracy_sente
                              sentence_contrast, sentence_stats, table_json)
 from ..analysis.sst2 import claims as sst2_claims
 from ..analysis.stats import Comparison
-from ..analysis.stepsize import RecordedStep, search_seeds, warn_if_chosen_on
+from ..recipes.stepsize import RecordedStep, search_seeds, warn_if_chosen_on
 from ..config import (DEEP_KINDS, LOSSES, OPTIMIZERS, PLACEMENTS, RULES, Config, ConfigError, check_choices,
-                      check_instance, check_int, choice, choices, flag, instance, integer, integers, real, reals)
+                      check_instances, check_int, check_text, choice, choices, flag, instance, integer, integers, real, reals)
 from ..data.features import linear_probe
 from ..data.poisoning import COUNTS, LABELS, EmbeddedPool, sst2_prompts
 from ..data.sst2_split import REGIMES, SST2Data, SST2Features, fill_cache, prepare_features, texts_to_embed
 from ..data.vocabulary import PLACEMENT_LABELS, PLACEMENTS_FAR_TO_CLOSE, RULE_LABELS, placement_id, rule_id
-from ..seeding import numpy_stream
-from .base import Preset, Result, internal, resolve_seeds
-from .sst2_train import trained_models as _trained, validation_curve as _validation_curve
+from ..seeding import numpy_stream, substage
+from ..recipes.base import Preset, Result, internal, resolve_seeds
+from ..recipes.sst2 import trained_models as _trained, validation_curve as _validation_curve
 
 __all__ = [
     "REGIMES", "COUNTS", "LABELS", "SST2Data", "Run", "Table", "Regime", "SST2Features", "PAPER", "HELD_OUT", "CONFIDENT",
@@ -59,14 +59,6 @@ __all__ = [
     "probe_ceilings", "pca_table", "trained_models", "accuracy", "oracle_accuracy", "run_table", "memorisation",
     "validation_curve", "Comparison", "contrast", "sentence_contrast", "claims", "judge", "CLAIM_KEYS", "format_table",
     "SST2Preset", "SST2Result", "run"]
-
-
-def _check_name(name: str, value) -> str:
-    """``value`` if it is a non-empty string (a name or a definition: any text, so not a declared field)."""
-    check_instance(name, value, str)
-    if not value.strip():
-        raise ConfigError(f"{name} must be a non-empty string; got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -91,17 +83,9 @@ class Run(Config):
     switch: int = integer(300, 1)  # curriculum: steps on R (Mamba's length on R); the stopping rule starts here
 
     def _check(self) -> None:
-        _check_name("name", self.name)
+        check_text("name", self.name)
         if self.curriculum:
             check_int("switch", self.switch, 1, self.steps - 1)
-
-
-def _check_runs(name: str, runs) -> tuple:
-    if not isinstance(runs, tuple) or not runs:
-        raise ConfigError(f"{name} must be a non-empty tuple of Run; got {runs!r}")
-    for i, r in enumerate(runs):
-        check_instance(f"{name}[{i}]", r, Run)
-    return runs
 
 
 @dataclass(frozen=True)
@@ -121,8 +105,8 @@ class Table(Config):
     paper: Dict[str, Dict[Tuple[float, str], float]] = field(default_factory=dict)
 
     def _check(self) -> None:
-        _check_name("name", self.name)
-        _check_runs("runs", self.runs)
+        check_text("name", self.name)
+        check_instances("runs", self.runs, Run)
         object.__setattr__(self, "rule", rule_id(self.rule))  # a display label becomes its letter, once, here
         placements = tuple(placement_id(p, f"placements[{i}]") for i, p in enumerate(self.placements))
         object.__setattr__(self, "placements", check_choices("placements", placements, PLACEMENTS))
@@ -203,14 +187,6 @@ CONFIDENT = SST2Data(regime="confident", n_train=None, keep=None, count="balance
                      n_val=200, n_reserved=N_RESERVED)
 
 
-def _check_tables(name: str, tables) -> tuple:
-    if not isinstance(tables, tuple) or not tables:
-        raise ConfigError(f"{name} must hold at least one Table; got {tables!r}")
-    for i, t in enumerate(tables):
-        check_instance(f"{name}[{i}]", t, Table)
-    return tables
-
-
 @dataclass(frozen=True)
 class Regime(Config):
     """A named data regime, its definition (written to ``results.json``) and the tables run in it."""
@@ -221,9 +197,9 @@ class Regime(Config):
     tables: Tuple[Table, ...] = ()
 
     def _check(self) -> None:
-        _check_name("name", self.name)
-        _check_name("definition", self.definition)
-        _check_tables("tables", self.tables)
+        check_text("name", self.name)
+        check_text("definition", self.definition)
+        check_instances("tables", self.tables, Table)
 
 
 DEFINITIONS = {
@@ -260,7 +236,7 @@ def fill_embedding_cache(preset: "SST2Preset" = None, *, path=None, cache_dir=No
 def trained_models(run: Run, feat: SST2Features, seeds=(0,), cfg: SST2Data = HELD_OUT, device=None,
                    progress: bool = False) -> Tuple[list, list]:
     """Train ``run`` for every seed as one batch of members until each one's validation loss stops improving
-    (:func:`mambaicl.experiments.sst2_train.trained_models`); returns ``(models, records)``, one per seed,
+    (:func:`mambaicl.recipes.sst2.trained_models`); returns ``(models, records)``, one per seed,
     each model exactly the one a run of that seed alone gives, each record with its ``best_step``."""
     return _trained(run, feat, cfg, seeds, device=device, progress=progress)
 
@@ -268,7 +244,7 @@ def trained_models(run: Run, feat: SST2Features, seeds=(0,), cfg: SST2Data = HEL
 def _test_prompts(table: Table, pool: EmbeddedPool, cfg: SST2Data, seed: int, stage: str = "test/sst2"):
     """Seed ``seed``'s test prompts, the same for every run of a seed: ``{(alpha, placement): SST2Prompts}``."""
     return {(a, p): sst2_prompts(pool, table.n_prompts, l=cfg.l, alpha=a, placement=p, rule=table.rule,
-                                 count=cfg.count, stream=numpy_stream(seed, f"{stage}/{a}/{p}"))
+                                 count=cfg.count, stream=numpy_stream(seed, substage(stage, a, p)))
             for a in table.alphas for p in table.placements}
 
 
@@ -311,7 +287,7 @@ def validation_curve(run: Run, feat: SST2Features, cfg: SST2Data, lrs=(1e-3, 3e-
                      every: int = 100, seeds=None, n_prompts: int = 2000, alpha: Optional[float] = None,
                      device=None) -> Dict[float, dict]:
     """Step size and length of training chosen on the *validation* sentences, on search seeds disjoint from
-    :data:`DEFAULT_SEEDS` (default: two of them): :func:`mambaicl.experiments.sst2_train.validation_curve`."""
+    :data:`DEFAULT_SEEDS` (default: two of them): :func:`mambaicl.recipes.sst2.validation_curve`."""
     return _validation_curve(run, feat, cfg, DEFAULT_SEEDS, lrs=lrs, steps=steps, every=every, seeds=seeds,
                              n_prompts=n_prompts, alpha=alpha, device=device)
 
@@ -339,10 +315,7 @@ class SST2Preset(Preset):
     keeps: Tuple[float, ...] = reals(KEEPS, 0.0, 1.0, low_open=True)
 
     def _check(self) -> None:
-        if not isinstance(self.regimes, tuple) or not self.regimes:
-            raise ConfigError(f"regimes must hold at least one Regime; got {self.regimes!r}")
-        for i, r in enumerate(self.regimes):
-            check_instance(f"regimes[{i}]", r, Regime)
+        check_instances("regimes", self.regimes, Regime)
         if len({r.name for r in self.regimes}) != len(self.regimes):
             raise ConfigError(f"regime names must be unique; got {[r.name for r in self.regimes]}")
 

@@ -24,7 +24,7 @@ from ..models.gated_attention import attention_scores, gate_naive, mamba_output
 from ..models.recurrence import selective_scan
 from ..seeding import torch_generator
 from ..train import Member, SampledData, train
-from .base import Preset, Result, resolve_device, resolve_seeds
+from ..recipes.base import Preset, Result, resolve_device, resolve_seeds
 
 __all__ = ["TimingPreset", "FORMS", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
            "TimingResult", "forward_forms", "time_forward_forms", "run", "mamba1_step_time"]

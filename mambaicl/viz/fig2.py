@@ -182,15 +182,15 @@ def plot_eta_table(axes, searches: dict, test_errors: dict | None = None, alpha_
     Right: the post-hoc test error (all tasks) of the same models against the step size.
 
     Args:
-        searches: ``{kind: EtaSearch}``; test_errors: ``{kind: {lr: [error of seed s]}}`` at one alpha.
+        searches: ``{kind: StepSizeSearch}`` (:func:`mambaicl.experiments.fig2.eta_table`); test_errors: ``{kind: {lr: [error of seed s]}}`` at one alpha.
     """
     from ..analysis.stats import error_mean_se
 
     for kind, s in searches.items():
         key = palette_key(kind)
-        axes[0].errorbar(s.lrs, s.hinge, yerr=s.hinge_se, color=PALETTE[key], marker="o", ms=4, capsize=2,
+        axes[0].errorbar(s.lrs, s.mean, yerr=s.se, color=PALETTE[key], marker="o", ms=4, capsize=2,
                          label=LABELS[key])
-        axes[0].plot([s.best], [s.hinge[s.lrs.index(s.best)]], "o", ms=11, mfc="none", mec=PALETTE[key], mew=1.5)
+        axes[0].plot([s.best], [s.mean[s.lrs.index(s.best)]], "o", ms=11, mfc="none", mec=PALETTE[key], mew=1.5)
         if test_errors is not None:
             stats = [error_mean_se(test_errors[kind][lr]) for lr in s.lrs]
             mean = np.array([m for m, _ in stats])

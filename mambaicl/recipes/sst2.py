@@ -27,25 +27,15 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from ..data.poisoning import SST2Source, sst2_prompts
-from ..analysis.stepsize import search_seeds, step_size_search
+from .stepsize import search_seeds, step_size_search
 from ..evaluate import predict, zero_one_error
 from ..seeding import STAGES, numpy_stream
 from ..train import EarlyStopping, Member, loss_per_model, members, train
 from ..config import ConfigError, TrainConfig
 from .base import resolve_device, resolve_seeds
+from .validation import sst2_validation_prompts
 
-__all__ = ["validation_prompts", "run_members", "budget", "trained_models", "validation_curve"]
-
-
-def validation_prompts(run, feat, cfg):
-    """The fixed validation prompts of ``run`` (``run.n_val`` of them; the same for every seed): built like its
-    training prompts, from ``feat.val`` (placement CQ for the curriculum's second phase)."""
-    if feat.val is None:
-        raise ConfigError("feat.val must hold the validation pool to train until the validation loss stops: "
-                         "prepare_features(cfg, with_val=True)")
-    placement = "CQ" if run.curriculum else "R"
-    return sst2_prompts(feat.val, run.n_val, l=cfg.l, alpha=run.p_a, placement=placement, rule="C",
-                        stream=numpy_stream(cfg.seed, f"sst2/{STAGES['validation']}/{run.p_a}/{placement}"))
+__all__ = ["run_members", "budget", "trained_models", "validation_curve"]
 
 
 def run_members(run, feat, cfg, seeds, lrs=None) -> List[Member]:
@@ -70,7 +60,7 @@ def trained_models(run, feat, cfg, seeds=(0,), device=None, progress: bool = Fal
     gives."""
     seeds = resolve_seeds(seeds)
     dev = resolve_device(device)
-    val = validation_prompts(run, feat, cfg)
+    val = sst2_validation_prompts(run, feat, cfg)
     P, z = val.P.to(dev), val.z
 
     def validate(model, i: int) -> float:
@@ -88,7 +78,7 @@ def validation_curve(run, feat, cfg, reported, *, lrs=(1e-3, 3e-3, 1e-2), steps:
                      seeds=None, n_prompts: int = 2000, alpha: Optional[float] = None, device=None) -> Dict[float, dict]:
     """Step size and length of training chosen on the *validation* sentences (never the test ones).
 
-    For each length ``every, 2 every, ..., steps``, :func:`mambaicl.analysis.stepsize.step_size_search` trains
+    For each length ``every, 2 every, ..., steps``, :func:`mambaicl.recipes.stepsize.step_size_search` trains
     ``run`` with every step size of ``lrs`` on the search seeds (default: two seeds disjoint from the ``reported``
     ones) and scores each member by its hinge loss on fixed validation prompts built like
     the training prompts (``alpha`` defaults to the run's ``p_a``; placement R). Returns ``{lr: {"steps",

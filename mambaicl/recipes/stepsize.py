@@ -33,13 +33,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import torch
-
 from ..config import ConfigError, TrainConfig, check_instance, check_int, check_reals, check_seeds
 from ..train import Member, Trained, train
-from .stats import Comparison, compare, error_mean_se
+from ..analysis.stats import Comparison, compare, error_mean_se
 
-__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "validation_hinge", "RecordedStep", "warn_if_chosen_on"]
+__all__ = ["search_seeds", "StepSizeSearch", "step_size_search", "RecordedStep", "warn_if_chosen_on"]
 
 
 def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
@@ -52,31 +50,6 @@ def search_seeds(reported: Sequence[int] = (), n: int = 5) -> tuple:
             out.append(s)
         s += 1
     return tuple(out)
-
-
-def validation_hinge(pat, data, seeds, n_val: int) -> Callable[[Trained], list]:
-    """The synthetic experiments' score for :func:`step_size_search` on the search seeds ``seeds`` (one-layer
-    stacks, member ``k S + s`` = step size ``k``, seed ``s``): each member's mean hinge loss on ``n_val``
-    Definition 1 prompts of the training tasks from its seed's stream ``(seed, "validation")`` (the same prompts
-    for every step size). ``score.prompts(n)`` gives those prompts for ``n`` members, in member order."""
-    from ..data import training_prompts, training_tasks
-    from ..evaluate import predict
-    from ..seeding import STAGES, numpy_streams
-    from ..train import loss_per_model
-
-    val = training_prompts(pat, data, training_tasks(data.M1), check_int("n_val", n_val, 1),
-                           numpy_streams(seeds, STAGES["validation"]))
-
-    def prompts(n: int):
-        return val[torch.arange(len(seeds)).repeat(n // len(seeds))]  # member k S + s reads seed s's prompts
-
-    def score(trained) -> list:
-        vals = prompts(len(trained.members))
-        with torch.no_grad():
-            return loss_per_model("hinge", predict(trained.models[0], vals), vals.z).tolist()
-
-    score.prompts = prompts
-    return score
 
 
 @dataclass(frozen=True)
@@ -118,8 +91,11 @@ def warn_if_chosen_on(records, reported: Sequence[int], where: str) -> None:
 
 @dataclass
 class StepSizeSearch:
-    """Scores of every step size: ``per_seed[k][s]`` (``inf`` if that member diverged), their mean over
-    seeds (``inf`` if any seed diverged) and standard error, and the best step size."""
+    """The book's one step-size search result. Scores of every step size: ``per_seed[k][s]`` (``inf`` if that
+    member diverged), their mean over seeds (``inf`` if any seed diverged) and standard error, and the best step
+    size; ``trained`` holds the stack (member ``k S + s`` = ``(lrs[k], seeds[s])``). A caller that measured more
+    adds it: ``kind``, ``error`` (each step size's mean 0-1 error, 1 where a seed diverged) and ``steps`` (the
+    budget), as Chapter 4's step-size table does (:func:`mambaicl.experiments.fig2.eta_table`)."""
 
     lrs: list
     seeds: list
@@ -129,10 +105,19 @@ class StepSizeSearch:
     best: float
     diverged: list  # [k][s]
     trained: Trained = field(repr=False)
+    kind: str = ""
+    error: list | None = None
+    steps: int | None = None
 
     def member(self, k: int, s: int) -> int:
         """Index of the member of ``lrs[k]`` and ``seeds[s]`` in ``trained.members``."""
         return k * len(self.seeds) + s
+
+    def rows(self) -> list:
+        """``(lr, mean score, its SE, 0-1 error)`` per step size, for a table (``error`` must be set)."""
+        if self.error is None:
+            raise ConfigError("rows() needs the 0-1 error of each step size (error is None)")
+        return list(zip(self.lrs, self.mean, self.se, self.error))
 
     def versus_best(self, lr: float) -> Comparison:
         """:func:`mambaicl.analysis.stats.compare` (paired over seeds) of ``lr``'s score with the best one's."""

@@ -1,5 +1,5 @@
-"""Presets shared by several experiments (not an experiment: it declares no ``PRESETS``), so that no experiment
-imports another experiment's presets. Each owning experiment re-exports its own under its usual names.
+"""Presets shared by several experiments and the recipes that train them (:mod:`mambaicl.recipes`), so that no
+experiment imports another experiment's presets. Each owning experiment re-exports its own under its usual names.
 
 * Figure 2's setting (:class:`Fig2Preset` and its named presets, the step-size grids, the reported seeds, the
   claim's task groups and the patterns): :mod:`~mambaicl.experiments.fig2`, read by its ablations, the batch-size,
@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from ..analysis.stepsize import RecordedStep, search_seeds
+from .stepsize import RecordedStep, search_seeds
 from ..analysis.verdicts import FIG2_EPSILON
 from ..config import (RULES, SYNTHETIC_DATA, SYNTHETIC_TEST, Config, ConfigError, DataConfig, DeepConfig, RunConfig,
                       TestConfig, check_choice, check_int, check_ints, check_real, check_reals, check_trains, choices,
@@ -141,7 +141,7 @@ class MechanismPreset(Preset):
 
     @property
     def recorded_step(self) -> Optional[RecordedStep]:
-        """``searched_lr`` as the book's one kind of record (:class:`mambaicl.analysis.stepsize.RecordedStep`):
+        """``searched_lr`` as the book's one kind of record (:class:`mambaicl.recipes.stepsize.RecordedStep`):
         chosen over ``lrs`` on the ``n_search`` seeds after :data:`MECHANISM_SEEDS`; ``None`` when nothing is recorded."""
         if not self.searched_lr:
             return None
