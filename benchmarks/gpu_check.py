@@ -31,7 +31,7 @@ import torch
 
 from mambaicl.device import plain_kernels
 from mambaicl.experiments import fig2, mechanism
-from mambaicl.experiments.shared import FIG3, MECHANISM_PRESETS
+from mambaicl.recipes.presets import FIG3, MECHANISM_PRESETS
 
 
 def fig3_tiny():
