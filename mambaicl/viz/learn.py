@@ -1,4 +1,4 @@
-"""The pictures of Part I ("Learn"): six figure functions and the small illustrative models they show.
+"""The pictures of Part I ("Learn"): seven figure functions and the small illustrative models they show.
 
 Glossary (code name -> paper symbol):
 
@@ -21,6 +21,7 @@ function                 figure name in the book                      chapter
 :func:`fig_training_graph` ``fig-training-graph``                     Learn, Chapter 2
 :func:`fig_votes`          ``fig-votes``                              Learn: mechanism
 :func:`fig_gate_training`  ``fig-gate-training``                      Learn: dynamics
+:func:`fig_floor`          ``fig-learn-floor``                        Learn: robustness
 :func:`fig_intro_summary`  ``fig-intro-summary`` (a committed SVG)    the introduction
 =======================  ===========================================  ===================
 
@@ -40,7 +41,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from .style import LABELS, PALETTE
 
 __all__ = ["LearnPair", "illustrative_pair", "softmax_weights", "votes", "gate_probe", "cycle_pairs", "fig_attention_map",
-           "fig_skip_erase", "fig_training_graph", "fig_votes", "fig_gate_training", "fig_intro_summary",
+           "fig_skip_erase", "fig_training_graph", "fig_votes", "fig_gate_training", "fig_floor", "fig_intro_summary",
            "write_intro_summary", "binomial_tail", "LEARN_SEED", "LEARN_STEPS", "LEARN_LR"]
 
 #: the seed of the Learn part's illustrative models (Part II's experiments use seeds 0-9)
@@ -299,20 +300,49 @@ def fig_gate_training(steps, gates, outlier, sigmas=None) -> plt.Figure:
     return fig
 
 
+def fig_floor(groups, counts, errors: dict, bound: dict, *, alpha: float) -> plt.Figure:
+    """``fig-learn-floor``: a model's test error on each task group at two outlier fractions, beside the
+    information bound of Chapter 10 at the larger one.
+
+    Args:
+        groups: the task groups in order, e.g. ``["training", "reversed", "distance 2", "distance 3"]``.
+        counts: ``{group: number of tasks}``.
+        errors: ``{label: {group: error}}``, e.g. ``{"alpha = 0": {...}, "alpha = 0.8": {...}}`` (two or three).
+        bound: ``{group: bound}`` at ``alpha``.
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    x = np.arange(len(groups))
+    width = 0.8 / len(errors)
+    cols = [PALETTE["mamba"], PALETTE["outlier"], PALETTE["other"]]
+    for n, (label, err) in enumerate(errors.items()):
+        ax.bar(x + (n - (len(errors) - 1) / 2) * width, [err[g] for g in groups], width=width, color=cols[n],
+               label=label)
+    ax.scatter(x + (len(errors) - 1) / 2 * width, [bound[g] for g in groups], marker="_", s=400, lw=2.5,
+               color="black", zorder=3, label=f"information bound at $\\alpha = {alpha}$ (Chapter 10)")
+    ax.axhline(0.01, color=PALETTE["theory"], ls=":", lw=1.2, label="the paper's 0.01")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{g}\n({counts[g]} tasks)" for g in groups])
+    ax.set_ylabel("test error (rule A)")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
 def fig_intro_summary() -> plt.Figure:
     """``fig-intro-summary``: the book's argument in one diagram, prompt -> attention x gate -> vote -> sign.
 
-    Drawn from the idealised values of the Learn part's hand-worked prompt (no model): attention
-    scores +-1, gate sigma = 1/2 on clean tokens and 0 on outliers, five examples of which three carry
-    an outlier with a flipped label; query mu_1, true label +1.
+    Drawn from the idealised values of the hand-worked prompt of the Learn part's mechanism chapter (no
+    model): attention scores +-1, gate sigma = 1/2 on clean tokens and 0 on outliers, four examples of
+    which two carry an outlier with a flipped label; query mu_1, true label +1. Mamba's F is +3/8; the
+    linear Transformer's is 0, a tie, which the book counts as an error.
     """
-    rows = [("$\\mu_1$", 1, False), ("$\\mu_2$", -1, False), ("$\\mu_1 + v^*$", -1, True),
-            ("$\\mu_2 + v^*$", 1, True), ("$\\mu_1 + v^*$", -1, True)]
+    rows = [("$\\mu_1$", 1, False), ("$\\mu_2$", -1, False), ("$\\mu_1 + \\kappa_a v^*$", -1, True),
+            ("$\\mu_1 + \\kappa_a v^*$", -1, True)]
     att = [1.0 if "mu_1" in x else -1.0 for x, _, _ in rows]
     sig = [0.0 if out else 0.5 for _, _, out in rows] + [0.5]  # the query last
     gate = [sig[i] * float(np.prod([1 - s for s in sig[i + 1:]])) for i in range(len(rows))]
-    fig, ax = plt.subplots(figsize=(10, 4.0))
-    ax.set_xlim(0, 10), ax.set_ylim(-0.2, 3.9)
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    ax.set_xlim(0, 10), ax.set_ylim(0.25, 3.9)
     ax.axis("off")
     cols = {"prompt": 0.2, "att": 3.1, "gate": 5.0, "vote": 7.0}
     heads = {"prompt": "prompt: example $x_i$, label $y_i$", "att": "attention\n$q^\\top k_i$",
@@ -340,12 +370,13 @@ def fig_intro_summary() -> plt.Figure:
                                          arrowstyle="->", color="grey", mutation_scale=10))
     f_m = sum(g * y * a for (_, y, _), a, g in zip(rows, att, gate))
     f_l = sum(y * a for (_, y, _), a in zip(rows, att))
-    ax.plot([cols["vote"], cols["vote"] + 2.0], [0.42, 0.42], color="black", lw=0.8)
-    ax.text(cols["vote"] + 0.45, 0.1, f"F = +{f_m:.3f}\nright", ha="center", va="center", fontsize=9,
+    ax.plot([cols["vote"], cols["vote"] + 2.0], [0.94, 0.94], color="black", lw=0.8)
+    ax.text(cols["vote"] + 0.45, 0.62, f"F = +{f_m:.3f}\nright", ha="center", va="center", fontsize=9,
             color=PALETTE["mamba"])
-    ax.text(cols["vote"] + 1.55, 0.1, f"F = {minus}{abs(f_l):.0f}\nwrong", ha="center", va="center", fontsize=9,
+    verdict = "tie: wrong" if f_l == 0 else ("right" if f_l > 0 else "wrong")
+    ax.text(cols["vote"] + 1.55, 0.62, f"F = {f_l:.0f}\n{verdict}", ha="center", va="center", fontsize=9,
             color=PALETTE["linear"])
-    ax.text(0.2, 0.1, "Query $\\mu_1$, true label +1. Three of five examples carry an outlier $v^*$\n"
+    ax.text(0.2, 0.62, "Query $\\mu_1$, true label +1. Two of four examples carry an outlier $v^*$\n"
             "and a flipped label. Attention selects the query's pattern;\nthe gate switches the outliers off.",
             fontsize=9, va="center")
     return fig
@@ -359,12 +390,12 @@ def write_intro_summary(path) -> None:
     plt.close(fig)
 
 
-def binomial_tail(n: int, alpha: float) -> float:
-    """P(more than half of ``n`` votes flipped), each flipped with probability ``alpha``; a tie counts half.
+def binomial_tail(n: int, alpha: float, *, ties: bool = True) -> float:
+    """The error of an equal-weight vote of ``n`` same-pattern examples, each flipped with probability ``alpha``
+    (the vote-count argument, Learn part).
 
-    The error of an equal-weight vote of ``n`` same-pattern examples (the vote-count argument, Learn part)."""
-    tail = sum(math.comb(n, k) * alpha ** k * (1 - alpha) ** (n - k) for k in range(n // 2 + 1, n + 1))
-    if n % 2 == 0:
-        tail += 0.5 * math.comb(n, n // 2) * (alpha * (1 - alpha)) ** (n // 2)
-    return tail
-
+    With ``ties=True`` (the book's one convention: ``z F <= 0`` is an error, so a tied count, ``F = 0``, is
+    wrong) it is ``P(K >= n/2)``; with ``ties=False``, ``P(K > n/2)``. A trained model's scores are never
+    exactly equal, so its ties are broken one way or the other and its error lies between the two."""
+    k0 = n // 2 if (ties and n % 2 == 0) else n // 2 + 1
+    return sum(math.comb(n, k) * alpha ** k * (1 - alpha) ** (n - k) for k in range(k0, n + 1))
