@@ -25,6 +25,9 @@ function                 figure name in the book                      chapter
 :func:`fig_intro_summary`  ``fig-intro-summary`` (a committed SVG)    the introduction
 =======================  ===========================================  ===================
 
+:func:`html_vote_explorer` (site, no kernel) and :func:`make_vote_explorer` (Jupyter, Colab) show the votes of one
+test prompt as the outlier fraction and the gate change (:func:`draw_votes` draws one frame).
+
 :func:`illustrative_pair` trains the Learn part's own small one-layer Mamba and linear Transformer
 (seconds, float64; Part II trains and audits the paper's runs).
 """
@@ -42,7 +45,8 @@ from .style import LABELS, PALETTE
 
 __all__ = ["LearnPair", "illustrative_pair", "softmax_weights", "votes", "gate_probe", "cycle_pairs", "fig_attention_map",
            "fig_skip_erase", "fig_training_graph", "fig_votes", "fig_gate_training", "fig_floor", "fig_intro_summary",
-           "write_intro_summary", "binomial_tail", "LEARN_SEED", "LEARN_STEPS", "LEARN_LR"]
+           "write_intro_summary", "binomial_tail", "GATE_SETTINGS", "draw_votes", "html_vote_explorer",
+           "make_vote_explorer", "LEARN_SEED", "LEARN_STEPS", "LEARN_LR"]
 
 #: the seed of the Learn part's illustrative models (Part II's experiments use seeds 0-9)
 LEARN_SEED = 2025
@@ -399,3 +403,103 @@ def binomial_tail(n: int, alpha: float, *, ties: bool = True) -> float:
     exactly equal, so its ties are broken one way or the other and its error lies between the two."""
     k0 = n // 2 if (ties and n % 2 == 0) else n // 2 + 1
     return sum(math.comb(n, k) * alpha ** k * (1 - alpha) ** (n - k) for k in range(k0, n + 1))
+
+
+# ---------------------------------------------------------------- the vote explorer of the mechanism chapter
+
+#: the gate settings of the vote explorer: the model's trained gate, an untrained gate (w = 0, sigma = 1/2 on
+#: every token: recency only) and no gate at all (G = 1: the linear Transformer's vote, same scores)
+GATE_SETTINGS = {"trained": "trained gate", "w=0": "untrained gate (w = 0)", "none": "no gate (G = 1)"}
+EXPLORER_ALPHAS = (0.0, 0.3, 0.5, 0.7, 0.9)
+
+
+def _explorer_prompt(pat, test, tasks, alpha: float, index: int, n: int, seed: int):
+    import dataclasses
+
+    from ..data import test_prompts
+    from ..seeding import numpy_stream
+
+    pr = test_prompts(pat, dataclasses.replace(test, alpha=float(alpha)), tasks, n,
+                      numpy_stream(seed, f"learn/explorer/{float(alpha)}"))
+    return pr.P[index], pr.outlier[index], pr.relevant[index, :-1] == pr.relevant[index, -1], float(pr.z[index])
+
+
+def draw_votes(model, pat, test, tasks, *, alpha: float, gate: str = "trained", index: int = 0, n: int = 16,
+               seed: int = LEARN_SEED, fig=None) -> plt.Figure:
+    """Each context example's vote for the true label, ``z G_i y_i q^T k_i``, of one test prompt (Eq. (3)) under
+    a gate setting of :data:`GATE_SETTINGS`; the title gives ``z F``. Prompts come from the stream
+    ``(seed, "learn/explorer/<alpha>")``, one per alpha (``index`` picks one of ``n``)."""
+    from ..models.gated_attention import gate_from_logits
+
+    if gate not in GATE_SETTINGS:
+        raise ValueError(f"gate must be one of {tuple(GATE_SETTINGS)}; got {gate!r}")
+    P, outlier, same, z = _explorer_prompt(pat, test, tasks, alpha, index, n, seed)
+    with torch.no_grad():
+        score = model.attention(P[None])[0]                               # (l+1,)
+        G = {"trained": lambda: model.gate(P[None])[0], "w=0": lambda: gate_from_logits(torch.zeros_like(score)),
+             "none": lambda: torch.ones_like(score)}[gate]()
+    vote = (z * G * P[:, -1] * score)[:-1].numpy()                      # (l,)
+    zF = float(vote.sum())
+    fig = fig or plt.figure(figsize=(7.5, 3.4))
+    fig.clear()
+    ax = fig.subplots()
+    colors = [PALETTE["same"] if s else PALETTE["other"] for s in np.asarray(same)]
+    _bars(ax, vote, np.asarray(outlier), colors, f"alpha = {alpha:.1f}, {GATE_SETTINGS[gate]}: "
+          f"$zF$ = {zF:+.2f} ({'right' if zF > 0 else 'wrong'})", "vote for the true label")
+    ax.set_xlabel("context example $i$ (query to the right)")
+    ax.legend(handles=[Patch(color=PALETTE["same"], label="query's pattern"),
+                       Patch(color=PALETTE["other"], label="other pattern"),
+                       Patch(facecolor="white", edgecolor=PALETTE["outlier"], lw=2, label="outlier (label flipped)")],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def html_vote_explorer(model, pat, test, tasks, *, alphas=EXPLORER_ALPHAS, gates=tuple(GATE_SETTINGS), index: int = 0,
+                       n: int = 16, seed: int = LEARN_SEED, dpi: int = 80) -> str:
+    """:func:`draw_votes` on the grid ``alphas x gates``, behind plain HTML controls (no kernel; see
+    :func:`mambaicl.viz.explorer.frames_html`). Starts at the first alpha with the trained gate."""
+    import io
+
+    from .explorer import _quantize, frames_html
+
+    frames = {}
+    fig = plt.figure(figsize=(7.5, 3.4))
+    try:
+        for a, alpha in enumerate(alphas):
+            for g, gate in enumerate(gates):
+                draw_votes(model, pat, test, tasks, alpha=alpha, gate=gate, index=index, n=n, seed=seed, fig=fig)
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
+                frames[(a, g)] = _quantize(buf.getvalue())
+    finally:
+        plt.close(fig)
+    controls = [("alpha", "&alpha;", "range", [f"{a:.1f}" for a in alphas]),
+                ("gate", "gate", "select", [GATE_SETTINGS[g] for g in gates])]
+    return frames_html(frames, controls, (0, 0), alt=f"Votes of test prompt {index + 1} of {n}:")
+
+
+def make_vote_explorer(model, pat, test, tasks, *, n: int = 16, seed: int = LEARN_SEED):
+    """Live sliders (Jupyter, Colab; needs ``ipywidgets``) for alpha, the gate setting and the prompt."""
+    import ipywidgets as W
+    from IPython.display import display
+
+    controls = {"alpha": W.FloatSlider(value=0.0, min=0.0, max=0.95, step=0.05, description="alpha"),
+                "gate": W.Dropdown(options=[(v, k) for k, v in GATE_SETTINGS.items()], value="trained",
+                                   description="gate"),
+                "index": W.IntSlider(value=1, min=1, max=n, description="prompt")}
+    out = W.Output()
+
+    def redraw(_=None):
+        with out:
+            out.clear_output(wait=True)
+            v = {k: c.value for k, c in controls.items()}
+            fig = draw_votes(model, pat, test, tasks, alpha=v["alpha"], gate=v["gate"], index=v["index"] - 1, n=n,
+                             seed=seed)
+            display(fig)
+            plt.close(fig)
+
+    for c in controls.values():
+        c.observe(redraw, names="value")
+    redraw()
+    return W.VBox([W.HBox(list(controls.values())), out])
