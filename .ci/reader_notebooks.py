@@ -237,6 +237,9 @@ def pin(stem: str, digest: str, pins: dict | None = None) -> str:
     rel = f"book/{stem}.ipynb"
     if _git("status", "--porcelain", "--", rel) == "":
         return _git("log", "-1", "--format=%H", "--", rel) or _git("rev-parse", "HEAD")
+    if _git("status", "--porcelain", "--", "mambaicl", "pyproject.toml"):
+        print(f"warning: {rel} is pinned to HEAD, but the package has uncommitted changes: commit them first, "
+              f"then drop {stem} from {PINS.relative_to(ROOT)} and regenerate", file=sys.stderr)
     return _git("rev-parse", "HEAD")
 
 

@@ -46,7 +46,7 @@ def test_reader_notebook_reads_without_myst(stem):
 
 def test_setup_cells_install_the_extras_a_chapter_imports():
     """A chapter that imports the SST-2 encoder or widgets installs that extra (pyproject.toml)."""
-    extras = {"sentence_transformers": "sst2", "mambaicl.data.sst2": "sst2", "make_explorer": "widgets",
+    extras = {"sentence_transformers": "sst2", "mambaicl.data.sst2": "sst2", "make_explorer": "widgets", "make_vote_explorer": "widgets",
               "ipywidgets": "widgets"}
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     for stem in CHAPTERS:

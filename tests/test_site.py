@@ -358,9 +358,11 @@ def test_explorer_moves_without_a_kernel(browser, server, rel):
     SHOTS.mkdir(parents=True, exist_ok=True)
     frame.screenshot(path=str(SHOTS / f"{stem}_explorer_first.png"))
     seen = {first[0]}
-    for axis in ("alpha", "kappa_a_prime"):
-        control = explorer.locator(f'input[data-axis="{axis}"]')
-        top = control.get_attribute("max")
+    ranges = explorer.locator('input[type="range"][data-axis]')
+    assert ranges.count() >= 1 and ranges.first.get_attribute("data-axis") == "alpha", "no alpha control"
+    for k in range(ranges.count()):
+        control = ranges.nth(k)
+        axis, top = control.get_attribute("data-axis"), control.get_attribute("max")
         value = "0" if control.input_value() == top else top  # move it to the other end
         control.fill(value)
         label = explorer.locator(f'output[data-for="{axis}"]').inner_text()
@@ -368,12 +370,16 @@ def test_explorer_moves_without_a_kernel(browser, server, rel):
         assert now[0] not in seen and now[1] != first[1] and now[2], f"moving {axis} did not change the frame"
         assert label, f"{axis}'s value is not shown"
         seen.add(now[0])
-    placement = explorer.locator('select[data-axis="placement"]')
-    options = placement.locator("option").all_inner_texts()
-    assert len(options) == 3, options
-    placement.select_option(index=(int(placement.input_value()) + 1) % len(options))
-    now = state()
-    assert now[0] not in seen and now[2], "changing the placement did not change the frame"
+    selects = explorer.locator("select[data-axis]")
+    assert selects.count() >= 1, "no menu (placement or gate)"
+    for k in range(selects.count()):
+        menu = selects.nth(k)
+        options = menu.locator("option").all_inner_texts()
+        assert len(options) == 3, options  # three placements (Chapter 8) or three gate settings (Part I)
+        menu.select_option(index=(int(menu.input_value()) + 1) % len(options))
+        now = state()
+        assert now[0] not in seen and now[2], f"changing {menu.get_attribute('data-axis')} did not change the frame"
+        seen.add(now[0])
     frame.screenshot(path=str(SHOTS / f"{stem}_explorer_moved.png"))
     assert not errors, errors
     context.close()
