@@ -11,8 +11,9 @@ must stay readable where it is shown (:data:`IMAGES_JS`: its ink against its own
 drawn pixels lost against a dark page). A screenshot of each page in each mode is kept under
 ``_build/screenshots/light/`` and ``_build/screenshots/dark/``.
 
-Chapter 5's explorer is moved through its plain HTML controls (no kernel) and must show another
-frame; every chapter page must offer its ``.ipynb`` and ``.md``, and the intro must link the whole
+The explorers of Chapter 8 (``ch05_mechanism``) and of Part I's mechanism chapter are moved through
+their plain HTML controls (no kernel) and must show another frame; Part I's pages must show no audit
+machinery (``CLAIMS``, ``.judge(``, ``NBVAL``, ``assert``) in their visible text; every chapter page must offer its ``.ipynb`` and ``.md``, and the intro must link the whole
 book's PDF (``.ci/build-pdf``) and the archive of all notebooks.
 
 It needs the built site (``jupyter-book build .``; CI builds it before running the tests), the
@@ -328,9 +329,11 @@ def test_readability_checks_catch_dark_on_dark(browser):
     page.close()
 
 
-def test_chapter5_explorer_moves_without_a_kernel(browser, server):
-    """On Chapter 5's page, the explorer's plain HTML controls switch to another precomputed frame."""
-    rel = "book/ch05_mechanism.html"
+@pytest.mark.parametrize("rel", ["book/ch05_mechanism.html", "book/learn_mechanism.html"])
+def test_explorer_moves_without_a_kernel(browser, server, rel):
+    """On Chapter 8's page and on Part I's mechanism chapter, the explorer's plain HTML controls switch to
+    another precomputed frame."""
+    stem = Path(rel).stem
     if not (SITE / rel).exists():
         pytest.skip(f"no {rel} in the built site")
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -341,7 +344,7 @@ def test_chapter5_explorer_moves_without_a_kernel(browser, server):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(urljoin(server, rel), wait_until="load")
     explorer = page.locator(".mambaicl-explorer")
-    assert explorer.count() == 1, "Chapter 5's page has no kernel-free explorer (.mambaicl-explorer)"
+    assert explorer.count() == 1, f"{rel} has no kernel-free explorer (.mambaicl-explorer)"
     assert explorer.locator("xpath=ancestor::figure").count() == 1, "the explorer is not in a captioned figure"
     frame = explorer.locator("img.mx-frame")
     frame.scroll_into_view_if_needed()
@@ -353,11 +356,13 @@ def test_chapter5_explorer_moves_without_a_kernel(browser, server):
     first = state()
     assert first[2], "the explorer's first frame does not load"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    frame.screenshot(path=str(SHOTS / "ch05_explorer_first.png"))
+    frame.screenshot(path=str(SHOTS / f"{stem}_explorer_first.png"))
     seen = {first[0]}
-    for axis in ("alpha", "kappa_a_prime"):
-        control = explorer.locator(f'input[data-axis="{axis}"]')
-        top = control.get_attribute("max")
+    ranges = explorer.locator('input[type="range"][data-axis]')
+    assert ranges.count() >= 1 and ranges.first.get_attribute("data-axis") == "alpha", "no alpha control"
+    for k in range(ranges.count()):
+        control = ranges.nth(k)
+        axis, top = control.get_attribute("data-axis"), control.get_attribute("max")
         value = "0" if control.input_value() == top else top  # move it to the other end
         control.fill(value)
         label = explorer.locator(f'output[data-for="{axis}"]').inner_text()
@@ -365,14 +370,41 @@ def test_chapter5_explorer_moves_without_a_kernel(browser, server):
         assert now[0] not in seen and now[1] != first[1] and now[2], f"moving {axis} did not change the frame"
         assert label, f"{axis}'s value is not shown"
         seen.add(now[0])
-    placement = explorer.locator('select[data-axis="placement"]')
-    options = placement.locator("option").all_inner_texts()
-    assert len(options) == 3, options
-    placement.select_option(index=(int(placement.input_value()) + 1) % len(options))
-    now = state()
-    assert now[0] not in seen and now[2], "changing the placement did not change the frame"
-    frame.screenshot(path=str(SHOTS / "ch05_explorer_moved.png"))
+    selects = explorer.locator("select[data-axis]")
+    assert selects.count() >= 1, "no menu (placement or gate)"
+    for k in range(selects.count()):
+        menu = selects.nth(k)
+        options = menu.locator("option").all_inner_texts()
+        assert len(options) == 3, options  # three placements (Chapter 8) or three gate settings (Part I)
+        menu.select_option(index=(int(menu.input_value()) + 1) % len(options))
+        now = state()
+        assert now[0] not in seen and now[2], f"changing {menu.get_attribute('data-axis')} did not change the frame"
+        seen.add(now[0])
+    frame.screenshot(path=str(SHOTS / f"{stem}_explorer_moved.png"))
     assert not errors, errors
+    context.close()
+
+
+PART_I = ["ch01_selective_scan", "ch02_data_model", "learn_mechanism", "learn_dynamics", "learn_robustness"]
+AUDIT_WORDS = re.compile(r"CLAIMS|\.judge\(|NBVAL|\bassert\b")
+
+
+@pytest.mark.parametrize("stem", PART_I)
+def test_part_one_shows_no_audit_machinery(browser, server, stem):
+    """Part I's rendered pages show no claims registry, verdict call, nbval marker or assert in the text a
+    reader sees (collapsed inputs are not shown; the checks live in hidden or removed cells)."""
+    rel = f"book/{stem}.html"
+    if not (SITE / rel).exists():
+        pytest.skip(f"no {rel} in the built site")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith((server, "data:", "blob:"))
+                  else r.abort())
+    page = context.new_page()
+    page.goto(urljoin(server, rel), wait_until="load")
+    text = page.locator("article").inner_text()
+    hits = sorted({m.group(0) for m in AUDIT_WORDS.finditer(text)})
+    assert not hits, f"{rel} shows audit machinery to a reader: {hits}"
+    assert "Chapter Chapter" not in text
     context.close()
 
 

@@ -48,12 +48,14 @@ def test_softmax_weights_by_hand():
 @pytest.mark.parametrize("n", [1, 4, 7, 10])
 def test_binomial_tail_by_enumeration(n):
     for alpha in (0.2, 0.5, 0.7):
-        total = 0.0
+        total = strict = 0.0
         for flips in itertools.product((0, 1), repeat=n):
             k = sum(flips)
             p = alpha ** k * (1 - alpha) ** (n - k)
-            total += p * (1.0 if 2 * k > n else 0.5 if 2 * k == n else 0.0)
+            total += p * (2 * k >= n)  # a tie (F = 0) is an error: the book's one convention
+            strict += p * (2 * k > n)
         assert abs(learn.binomial_tail(n, alpha) - total) < 1e-12
+        assert abs(learn.binomial_tail(n, alpha, ties=False) - strict) < 1e-12
 
 
 def test_cycle_pairs_are_the_training_cycle_and_its_chords():
@@ -114,3 +116,24 @@ def test_intro_figure_is_up_to_date(tmp_path):
     spec.loader.exec_module(mod)
     fresh = mod.main(tmp_path / "intro_summary.svg")
     assert fresh.read_bytes() == mod.TARGET.read_bytes(), "book/images/intro_summary.svg is stale: python .ci/intro_figure.py"
+
+
+def test_vote_explorer_frames_and_controls():
+    """The kernel-free vote explorer holds one frame per (alpha, gate setting) behind an alpha range and a gate menu."""
+    import json
+    import re
+
+    from mambaicl.config import SYNTHETIC_DATA, SYNTHETIC_TEST
+    from mambaicl.data import all_tasks, make_patterns
+    from mambaicl.models import OneLayerMamba
+    from mambaicl.seeding import torch_generator
+
+    pat = make_patterns(SYNTHETIC_DATA, torch_generator(0, "patterns"))
+    model = OneLayerMamba(SYNTHETIC_DATA.d, SYNTHETIC_DATA.d + 1, generator=torch_generator(0, "init"), dtype=torch.float64)
+    tasks = all_tasks(SYNTHETIC_DATA.M1)
+    snippet = learn.html_vote_explorer(model, pat, SYNTHETIC_TEST, tasks, alphas=(0.0, 0.5), dpi=20)
+    payload = json.loads(re.search(r'class="mx-frames">(.*?)</script>', snippet, re.S)[1].replace("<\\/", "</"))
+    assert payload["axes"] == ["alpha", "gate"] and len(payload["frames"]) == 2 * len(learn.GATE_SETTINGS)
+    assert 'input type="range" data-axis="alpha"' in snippet and 'select data-axis="gate"' in snippet
+    with pytest.raises(ValueError):
+        learn.draw_votes(model, pat, SYNTHETIC_TEST, tasks, alpha=0.5, gate="open")

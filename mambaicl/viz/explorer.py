@@ -37,7 +37,7 @@ from ..seeding import numpy_stream
 from .figures import gate_legend, integer_ticks
 from .style import PALETTE
 
-__all__ = ["defaults", "draw", "static_explorer", "make_explorer", "frame_grid", "html_explorer"]
+__all__ = ["defaults", "draw", "static_explorer", "make_explorer", "frame_grid", "html_explorer", "frames_html"]
 
 #: The grid of the kernel-free explorer (the test setting's own values are added to it).
 GRID_ALPHAS = (0.0, 0.3, 0.6, 0.8)
@@ -238,25 +238,46 @@ def html_explorer(model, pat: Patterns, test: TestConfig, tasks: torch.Tensor, *
     start = (grid["alpha"].index(round(float(test.alpha), 6)),
              grid["kappa_a_prime"].index(round(float(test.kappa_a_prime), 6)),
              grid["placement"].index(test.placement))
-    frames = {",".join(map(str, key)): base64.b64encode(png).decode("ascii") for key, png in grid["frames"].items()}
+    names = {"alpha": "&alpha;", "kappa_a_prime": "&kappa;<sub>a</sub>&prime;", "placement": "placement"}
+    controls = [(axis, names[axis], "select" if axis == "placement" else "range", labels[axis]) for axis in axes]
+    return frames_html(grid["frames"], controls, start,
+                       alt=f"Gates and attention of layer {layer + 1}, prompt {index + 1} of {n}:")
+
+
+def frames_html(frames: dict, controls: list, start: tuple, *, alt: str) -> str:
+    """Precomputed PNG frames behind plain HTML/JavaScript controls: the kernel-free explorer's snippet.
+
+    Args:
+        frames: ``{(i_1, ..., i_k): png bytes}``, one index per control.
+        controls: ``[(axis, label_html, "range" | "select", [value labels])]`` in key order; a range input
+            shows its value in an ``<output>``, a select lists the labels as options.
+        start: the key of the first frame shown.
+        alt: the images' alternative text (the controls' values are appended).
+
+    Returns:
+        An HTML ``str``; its root ``div.mambaicl-explorer`` carries ``data-frame`` (the key shown).
+    """
+    axes = [c[0] for c in controls]
+    labels = {c[0]: list(c[3]) for c in controls}
+    frames = {",".join(map(str, key)): base64.b64encode(png).decode("ascii") for key, png in frames.items()}
     uid = "mx-" + hashlib.sha1("".join(frames[k] for k in sorted(frames)).encode()).hexdigest()[:10]
-    payload = json.dumps({"axes": list(axes), "labels": labels, "frames": frames,
-                          "alt": f"Gates and attention of layer {layer + 1}, prompt {index + 1} of {n}:"},
+    payload = json.dumps({"axes": axes, "labels": labels, "frames": frames, "alt": alt},
                          sort_keys=True).replace("</", "<\\/")
-    names = {"alpha": "&alpha;", "kappa_a_prime": "&kappa;<sub>a</sub>&prime;"}
-    controls = []
-    for j, axis in enumerate(axes[:2]):
-        controls.append(
-            f'<label style="margin-right:1.5em">{names[axis]} '
-            f'<input type="range" data-axis="{axis}" min="0" max="{len(labels[axis]) - 1}" step="1" '
-            f'value="{start[j]}" aria-label="{axis}" style="vertical-align:middle"> '
-            f'<output data-for="{axis}">{labels[axis][start[j]]}</output></label>')
-    options = "".join(f'<option value="{i}"{" selected" if i == start[2] else ""}>{html.escape(name)}</option>'
-                      for i, name in enumerate(labels["placement"]))
-    controls.append(f'<label>placement <select data-axis="placement" aria-label="placement">{options}</select></label>')
+    html_controls = []
+    for j, (axis, name, kind, values) in enumerate(controls):
+        if kind == "range":
+            html_controls.append(
+                f'<label style="margin-right:1.5em">{name} '
+                f'<input type="range" data-axis="{axis}" min="0" max="{len(values) - 1}" step="1" '
+                f'value="{start[j]}" aria-label="{axis}" style="vertical-align:middle"> '
+                f'<output data-for="{axis}">{values[start[j]]}</output></label>')
+        else:
+            options = "".join(f'<option value="{i}"{" selected" if i == start[j] else ""}>{html.escape(v)}</option>'
+                              for i, v in enumerate(values))
+            html_controls.append(f'<label>{name} <select data-axis="{axis}" aria-label="{axis}">{options}</select></label>')
     first = frames[",".join(map(str, start))]
     return (f'<div class="mambaicl-explorer" id="{uid}" data-frame="{",".join(map(str, start))}">'
-            f'<div class="mx-controls" style="margin:0.25em 0 0.5em 0">{"".join(controls)}</div>'
+            f'<div class="mx-controls" style="margin:0.25em 0 0.5em 0">{"".join(html_controls)}</div>'
             f'<img class="mx-frame" style="max-width:100%;height:auto" src="data:image/png;base64,{first}" '
             f'alt="the explorer\'s frame">'
             f'<script type="application/json" class="mx-frames">{payload}</script>'

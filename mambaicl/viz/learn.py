@@ -1,4 +1,4 @@
-"""The pictures of Part I ("Learn"): six figure functions and the small illustrative models they show.
+"""The pictures of Part I ("Learn"): seven figure functions and the small illustrative models they show.
 
 Glossary (code name -> paper symbol):
 
@@ -21,8 +21,12 @@ function                 figure name in the book                      chapter
 :func:`fig_training_graph` ``fig-training-graph``                     Learn, Chapter 2
 :func:`fig_votes`          ``fig-votes``                              Learn: mechanism
 :func:`fig_gate_training`  ``fig-gate-training``                      Learn: dynamics
+:func:`fig_floor`          ``fig-learn-floor``                        Learn: robustness
 :func:`fig_intro_summary`  ``fig-intro-summary`` (a committed SVG)    the introduction
 =======================  ===========================================  ===================
+
+:func:`html_vote_explorer` (site, no kernel) and :func:`make_vote_explorer` (Jupyter, Colab) show the votes of one
+test prompt as the outlier fraction and the gate change (:func:`draw_votes` draws one frame).
 
 :func:`illustrative_pair` trains the Learn part's own small one-layer Mamba and linear Transformer
 (seconds, float64; Part II trains and audits the paper's runs).
@@ -40,8 +44,9 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 from .style import LABELS, PALETTE
 
 __all__ = ["LearnPair", "illustrative_pair", "softmax_weights", "votes", "gate_probe", "cycle_pairs", "fig_attention_map",
-           "fig_skip_erase", "fig_training_graph", "fig_votes", "fig_gate_training", "fig_intro_summary",
-           "write_intro_summary", "binomial_tail", "LEARN_SEED", "LEARN_STEPS", "LEARN_LR"]
+           "fig_skip_erase", "fig_training_graph", "fig_votes", "fig_gate_training", "fig_floor", "fig_intro_summary",
+           "write_intro_summary", "binomial_tail", "GATE_SETTINGS", "draw_votes", "html_vote_explorer",
+           "make_vote_explorer", "LEARN_SEED", "LEARN_STEPS", "LEARN_LR"]
 
 #: the seed of the Learn part's illustrative models (Part II's experiments use seeds 0-9)
 LEARN_SEED = 2025
@@ -299,20 +304,49 @@ def fig_gate_training(steps, gates, outlier, sigmas=None) -> plt.Figure:
     return fig
 
 
+def fig_floor(groups, counts, errors: dict, bound: dict, *, alpha: float) -> plt.Figure:
+    """``fig-learn-floor``: a model's test error on each task group at two outlier fractions, beside the
+    information bound of Chapter 10 at the larger one.
+
+    Args:
+        groups: the task groups in order, e.g. ``["training", "reversed", "distance 2", "distance 3"]``.
+        counts: ``{group: number of tasks}``.
+        errors: ``{label: {group: error}}``, e.g. ``{"alpha = 0": {...}, "alpha = 0.8": {...}}`` (two or three).
+        bound: ``{group: bound}`` at ``alpha``.
+    """
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    x = np.arange(len(groups))
+    width = 0.8 / len(errors)
+    cols = [PALETTE["mamba"], PALETTE["outlier"], PALETTE["other"]]
+    for n, (label, err) in enumerate(errors.items()):
+        ax.bar(x + (n - (len(errors) - 1) / 2) * width, [err[g] for g in groups], width=width, color=cols[n],
+               label=label)
+    ax.scatter(x + (len(errors) - 1) / 2 * width, [bound[g] for g in groups], marker="_", s=400, lw=2.5,
+               color="black", zorder=3, label=f"information bound at $\\alpha = {alpha}$ (Chapter 10)")
+    ax.axhline(0.01, color=PALETTE["theory"], ls=":", lw=1.2, label="the paper's 0.01")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{g}\n({counts[g]} tasks)" for g in groups])
+    ax.set_ylabel("test error (rule A)")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
 def fig_intro_summary() -> plt.Figure:
     """``fig-intro-summary``: the book's argument in one diagram, prompt -> attention x gate -> vote -> sign.
 
-    Drawn from the idealised values of the Learn part's hand-worked prompt (no model): attention
-    scores +-1, gate sigma = 1/2 on clean tokens and 0 on outliers, five examples of which three carry
-    an outlier with a flipped label; query mu_1, true label +1.
+    Drawn from the idealised values of the hand-worked prompt of the Learn part's mechanism chapter (no
+    model): attention scores +-1, gate sigma = 1/2 on clean tokens and 0 on outliers, four examples of
+    which two carry an outlier with a flipped label; query mu_1, true label +1. Mamba's F is +3/8; the
+    linear Transformer's is 0, a tie, which the book counts as an error.
     """
-    rows = [("$\\mu_1$", 1, False), ("$\\mu_2$", -1, False), ("$\\mu_1 + v^*$", -1, True),
-            ("$\\mu_2 + v^*$", 1, True), ("$\\mu_1 + v^*$", -1, True)]
+    rows = [("$\\mu_1$", 1, False), ("$\\mu_2$", -1, False), ("$\\mu_1 + \\kappa_a v^*$", -1, True),
+            ("$\\mu_1 + \\kappa_a v^*$", -1, True)]
     att = [1.0 if "mu_1" in x else -1.0 for x, _, _ in rows]
     sig = [0.0 if out else 0.5 for _, _, out in rows] + [0.5]  # the query last
     gate = [sig[i] * float(np.prod([1 - s for s in sig[i + 1:]])) for i in range(len(rows))]
-    fig, ax = plt.subplots(figsize=(10, 4.0))
-    ax.set_xlim(0, 10), ax.set_ylim(-0.2, 3.9)
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    ax.set_xlim(0, 10), ax.set_ylim(0.25, 3.9)
     ax.axis("off")
     cols = {"prompt": 0.2, "att": 3.1, "gate": 5.0, "vote": 7.0}
     heads = {"prompt": "prompt: example $x_i$, label $y_i$", "att": "attention\n$q^\\top k_i$",
@@ -340,12 +374,13 @@ def fig_intro_summary() -> plt.Figure:
                                          arrowstyle="->", color="grey", mutation_scale=10))
     f_m = sum(g * y * a for (_, y, _), a, g in zip(rows, att, gate))
     f_l = sum(y * a for (_, y, _), a in zip(rows, att))
-    ax.plot([cols["vote"], cols["vote"] + 2.0], [0.42, 0.42], color="black", lw=0.8)
-    ax.text(cols["vote"] + 0.45, 0.1, f"F = +{f_m:.3f}\nright", ha="center", va="center", fontsize=9,
+    ax.plot([cols["vote"], cols["vote"] + 2.0], [0.94, 0.94], color="black", lw=0.8)
+    ax.text(cols["vote"] + 0.45, 0.62, f"F = +{f_m:.3f}\nright", ha="center", va="center", fontsize=9,
             color=PALETTE["mamba"])
-    ax.text(cols["vote"] + 1.55, 0.1, f"F = {minus}{abs(f_l):.0f}\nwrong", ha="center", va="center", fontsize=9,
+    verdict = "tie: wrong" if f_l == 0 else ("right" if f_l > 0 else "wrong")
+    ax.text(cols["vote"] + 1.55, 0.62, f"F = {f_l:.0f}\n{verdict}", ha="center", va="center", fontsize=9,
             color=PALETTE["linear"])
-    ax.text(0.2, 0.1, "Query $\\mu_1$, true label +1. Three of five examples carry an outlier $v^*$\n"
+    ax.text(0.2, 0.62, "Query $\\mu_1$, true label +1. Two of four examples carry an outlier $v^*$\n"
             "and a flipped label. Attention selects the query's pattern;\nthe gate switches the outliers off.",
             fontsize=9, va="center")
     return fig
@@ -359,12 +394,112 @@ def write_intro_summary(path) -> None:
     plt.close(fig)
 
 
-def binomial_tail(n: int, alpha: float) -> float:
-    """P(more than half of ``n`` votes flipped), each flipped with probability ``alpha``; a tie counts half.
+def binomial_tail(n: int, alpha: float, *, ties: bool = True) -> float:
+    """The error of an equal-weight vote of ``n`` same-pattern examples, each flipped with probability ``alpha``
+    (the vote-count argument, Learn part).
 
-    The error of an equal-weight vote of ``n`` same-pattern examples (the vote-count argument, Learn part)."""
-    tail = sum(math.comb(n, k) * alpha ** k * (1 - alpha) ** (n - k) for k in range(n // 2 + 1, n + 1))
-    if n % 2 == 0:
-        tail += 0.5 * math.comb(n, n // 2) * (alpha * (1 - alpha)) ** (n // 2)
-    return tail
+    With ``ties=True`` (the book's one convention: ``z F <= 0`` is an error, so a tied count, ``F = 0``, is
+    wrong) it is ``P(K >= n/2)``; with ``ties=False``, ``P(K > n/2)``. A trained model's scores are never
+    exactly equal, so its ties are broken one way or the other and its error lies between the two."""
+    k0 = n // 2 if (ties and n % 2 == 0) else n // 2 + 1
+    return sum(math.comb(n, k) * alpha ** k * (1 - alpha) ** (n - k) for k in range(k0, n + 1))
 
+
+# ---------------------------------------------------------------- the vote explorer of the mechanism chapter
+
+#: the gate settings of the vote explorer: the model's trained gate, an untrained gate (w = 0, sigma = 1/2 on
+#: every token: recency only) and no gate at all (G = 1: the linear Transformer's vote, same scores)
+GATE_SETTINGS = {"trained": "trained gate", "w=0": "untrained gate (w = 0)", "none": "no gate (G = 1)"}
+EXPLORER_ALPHAS = (0.0, 0.3, 0.5, 0.7, 0.9)
+
+
+def _explorer_prompt(pat, test, tasks, alpha: float, index: int, n: int, seed: int):
+    import dataclasses
+
+    from ..data import test_prompts
+    from ..seeding import numpy_stream
+
+    pr = test_prompts(pat, dataclasses.replace(test, alpha=float(alpha)), tasks, n,
+                      numpy_stream(seed, f"learn/explorer/{float(alpha)}"))
+    return pr.P[index], pr.outlier[index], pr.relevant[index, :-1] == pr.relevant[index, -1], float(pr.z[index])
+
+
+def draw_votes(model, pat, test, tasks, *, alpha: float, gate: str = "trained", index: int = 0, n: int = 16,
+               seed: int = LEARN_SEED, fig=None) -> plt.Figure:
+    """Each context example's vote for the true label, ``z G_i y_i q^T k_i``, of one test prompt (Eq. (3)) under
+    a gate setting of :data:`GATE_SETTINGS`; the title gives ``z F``. Prompts come from the stream
+    ``(seed, "learn/explorer/<alpha>")``, one per alpha (``index`` picks one of ``n``)."""
+    from ..models.gated_attention import gate_from_logits
+
+    if gate not in GATE_SETTINGS:
+        raise ValueError(f"gate must be one of {tuple(GATE_SETTINGS)}; got {gate!r}")
+    P, outlier, same, z = _explorer_prompt(pat, test, tasks, alpha, index, n, seed)
+    with torch.no_grad():
+        score = model.attention(P[None])[0]                               # (l+1,)
+        G = {"trained": lambda: model.gate(P[None])[0], "w=0": lambda: gate_from_logits(torch.zeros_like(score)),
+             "none": lambda: torch.ones_like(score)}[gate]()
+    vote = (z * G * P[:, -1] * score)[:-1].numpy()                      # (l,)
+    zF = float(vote.sum())
+    fig = fig or plt.figure(figsize=(7.5, 3.4))
+    fig.clear()
+    ax = fig.subplots()
+    colors = [PALETTE["same"] if s else PALETTE["other"] for s in np.asarray(same)]
+    _bars(ax, vote, np.asarray(outlier), colors, f"alpha = {alpha:.1f}, {GATE_SETTINGS[gate]}: "
+          f"$zF$ = {zF:+.2f} ({'right' if zF > 0 else 'wrong'})", "vote for the true label")
+    ax.set_xlabel("context example $i$ (query to the right)")
+    ax.legend(handles=[Patch(color=PALETTE["same"], label="query's pattern"),
+                       Patch(color=PALETTE["other"], label="other pattern"),
+                       Patch(facecolor="white", edgecolor=PALETTE["outlier"], lw=2, label="outlier (label flipped)")],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def html_vote_explorer(model, pat, test, tasks, *, alphas=EXPLORER_ALPHAS, gates=tuple(GATE_SETTINGS), index: int = 0,
+                       n: int = 16, seed: int = LEARN_SEED, dpi: int = 80) -> str:
+    """:func:`draw_votes` on the grid ``alphas x gates``, behind plain HTML controls (no kernel; see
+    :func:`mambaicl.viz.explorer.frames_html`). Starts at the first alpha with the trained gate."""
+    import io
+
+    from .explorer import _quantize, frames_html
+
+    frames = {}
+    fig = plt.figure(figsize=(7.5, 3.4))
+    try:
+        for a, alpha in enumerate(alphas):
+            for g, gate in enumerate(gates):
+                draw_votes(model, pat, test, tasks, alpha=alpha, gate=gate, index=index, n=n, seed=seed, fig=fig)
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None})
+                frames[(a, g)] = _quantize(buf.getvalue())
+    finally:
+        plt.close(fig)
+    controls = [("alpha", "&alpha;", "range", [f"{a:.1f}" for a in alphas]),
+                ("gate", "gate", "select", [GATE_SETTINGS[g] for g in gates])]
+    return frames_html(frames, controls, (0, 0), alt=f"Votes of test prompt {index + 1} of {n}:")
+
+
+def make_vote_explorer(model, pat, test, tasks, *, n: int = 16, seed: int = LEARN_SEED):
+    """Live sliders (Jupyter, Colab; needs ``ipywidgets``) for alpha, the gate setting and the prompt."""
+    import ipywidgets as W
+    from IPython.display import display
+
+    controls = {"alpha": W.FloatSlider(value=0.0, min=0.0, max=0.95, step=0.05, description="alpha"),
+                "gate": W.Dropdown(options=[(v, k) for k, v in GATE_SETTINGS.items()], value="trained",
+                                   description="gate"),
+                "index": W.IntSlider(value=1, min=1, max=n, description="prompt")}
+    out = W.Output()
+
+    def redraw(_=None):
+        with out:
+            out.clear_output(wait=True)
+            v = {k: c.value for k, c in controls.items()}
+            fig = draw_votes(model, pat, test, tasks, alpha=v["alpha"], gate=v["gate"], index=v["index"] - 1, n=n,
+                             seed=seed)
+            display(fig)
+            plt.close(fig)
+
+    for c in controls.values():
+        c.observe(redraw, names="value")
+    redraw()
+    return W.VBox([W.HBox(list(controls.values())), out])
