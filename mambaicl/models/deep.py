@@ -43,11 +43,13 @@ import torch
 from torch import nn
 
 from ..config import DEEP_KINDS, ConfigError, check_choice, check_int
+from ..device import use_compiled
 from .defaults import DEEP_DEFAULTS, check_delta
 from .gated_attention import check_prompt, gate_from_logits
 from .kernels import causal_mask, causal_scores, heads_keys_queries, row_softmax
 from .mamba1 import MAMBA1_SCANS, Mamba1Block
 from .scan import selective_scan_heads, selective_scan_heads_chunked, selective_scan_heads_factored
+from .scan_kernel import selective_scan_heads_fused
 from .shapes import tokens
 
 __all__ = [
@@ -134,10 +136,19 @@ class PaperMambaMixer(_HeadsMixer):
         self.W = nn.Parameter(_normal((n_heads, d_model, d_model), d_model ** -0.5, generator))  # (H, D, D)
 
     def forward(self, u: torch.Tensor, probe: bool = False):
-        out = self.combine(PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W))  # (batch, L, D)
+        out = self.combine(self.run_scan(u))  # (batch, L, D)
         if not probe:
             return out
         return out, {"attention": self.scores(u), "gate": self.query_gate(u)}
+
+    def run_scan(self, u: torch.Tensor) -> torch.Tensor:
+        """Eq. (1) of every head, ``(batch, H, L, D)``: the compiled kernel
+        (:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused`) for the default ``scan="factored"`` where
+        :func:`mambaicl.device.use_compiled` says so (a CPU), else the plain closed form ``PAPER_SCANS[scan]``
+        (a GPU, :func:`mambaicl.device.plain_kernels`, or an explicitly chosen ``"chunked"`` / ``"quadratic"``)."""
+        if self.scan == "factored" and use_compiled(u.device):
+            return selective_scan_heads_fused(u, self.W_B, self.W_C, self.W)
+        return PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W)
 
     def scores(self, u: torch.Tensor) -> torch.Tensor:
         """``u_s^T W_B^T W_C u_t`` of every head, zero for ``s > t``, ``(batch, H, L(t), L(s))``."""

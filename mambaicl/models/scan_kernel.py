@@ -1,0 +1,289 @@
+"""Eq. (1) of Li et al. (2025) for every head as one compiled forward and one written-out backward (the deep stacks on a CPU).
+
+Glossary (code name -> paper symbol):
+
+==================  ======================================================================
+``u``               layer input ``U`` token-major, ``(batch, L, D)``
+``proj``            ``[w_c^T u_s | W_B u_s | W_C u_s]`` of every head: logits, keys, queries, ``(batch, L, H, D + 2m)``
+``sig``, ``f``      ``sigma(w_c^T u_s)`` and ``1 - sigma(w_c^T u_s) = sigma(-w_c^T u_s)``, ``(batch, H, L, D)``
+``sc``              ``scores[t, s] = u_s^T W_B^T W_C u_t`` for ``s <= t``, ``(batch, H, L, L)``
+``P``               ``prod_{r=s+1}^{t} f_r``: the running product of one row ``t``, from ``s = t`` down
+==================  ======================================================================
+
+Eq. (1) with ``A = -I`` unrolled (App. 11.1) is ``o_t = sum_{s<=t} G[t, s] * u_s * scores[t, s]`` with
+``G[t, s, c] = sigma(w_c^T u_s) prod_{r=s+1}^{t} (1 - sigma(w_c^T u_r))``. :func:`selective_scan_heads_fused` has the
+signature of :func:`mambaicl.models.scan.selective_scan_heads` ``(u, W_B, W_C, W) -> (batch, H, L, D)``: the three
+projections are one matrix product (PyTorch, as in the plain forms), the rest -- gates, scores, the causal gated sum
+and its backward -- two loops compiled by Numba. Every gate is a running product of numbers in ``[0, 1]`` taken from
+``t`` down to ``s`` (no exponent of a positive number, no division), so saturated gates (``|w^T u|`` in the
+hundreds, as after training) stay exact where the factored form had to fall back. The arithmetic is float64 in a
+fixed order (every sum runs over its index upwards, never reordered by the compiler: no ``fastmath``), so the
+kernel's bits do not depend on the CPU's vector width, on MKL, or on the thread count.
+
+The backward, for ``T[t, s, c] = g_o[t, c] scores[t, s] P[t, s, c] sigma_s u_s`` (``g_o = dLoss/do``):
+
+* ``dLoss/dscores[t, s] = sum_c g_o[t, c] P[t, s, c] sigma_s,c u_s,c`` (:func:`_sum8`; then ``dLoss/dW_C u_t``, ``dLoss/dW_B u_s``);
+* ``dLoss/dv[s, c] = sum_{t>=s} g_o[t, c] scores[t, s] P[t, s, c]`` with ``v = sigma u``;
+* ``dLoss/d(w_c^T u_r) = dLoss/dv[r, c] u_r,c sigma_r f_r - sigma_r sum_{t>=r} sum_{s<r} T[t, s, c]`` (``d log f / dx =
+  -sigma``: each term whose product holds ``f_r`` contributes itself times ``-sigma_r``).
+
+Tested against the plain autograd forms (:data:`mambaicl.models.deep.PAPER_SCANS`), values and gradients in float64,
+with saturated gates (``tests/test_deep_fused.py``). The choice between the two is
+:func:`mambaicl.device.use_compiled` (made in :class:`mambaicl.models.deep.PaperMambaMixer`).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from numba import njit
+from torch.autograd.function import once_differentiable
+
+__all__ = ["scan_projections", "selective_scan_heads_fused"]
+
+
+#: ``2^k`` for ``k = -1074, ..., 0`` (exact): the scale of :func:`_exp_nonpositive`
+_POW2 = np.ldexp(1.0, np.arange(-1074, 1))
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 with its 32 low bits zero (fdlibm): n * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10
+# 1 / k!, k = 2, ..., 13: the Taylor polynomial of exp on |r| <= ln(2) / 2 (truncation below 1e-17)
+(_C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13) = (1.0 / math.factorial(k) for k in range(2, 14))
+
+
+@njit(cache=True, inline="always")
+def _exp_nonpositive(x):
+    """``exp(x)`` for ``x <= 0`` in plain arithmetic (so that the loops calling it vectorise and give the same bits
+    on every CPU): ``x = n ln 2 + r``, ``|r| <= ln(2)/2``, a degree-13 Taylor polynomial of ``exp(r)`` times ``2^n``;
+    within an ulp or two of the C library's ``exp``; 0 below -744."""
+    xc = max(x, -744.0)
+    n = math.floor(xc * _LOG2E + 0.5)  # in [-1073, 0]
+    r = (xc - n * _LN2_HI) - n * _LN2_LO
+    p = ((((((((((((_C13 * r + _C12) * r + _C11) * r + _C10) * r + _C9) * r + _C8) * r + _C7) * r + _C6) * r + _C5)
+              * r + _C4) * r + _C3) * r + _C2) * r + 1.0) * r + 1.0
+    return p * _POW2[int(n) + 1074] if x >= -744.0 else 0.0
+
+
+@njit(cache=True)
+def _gates(proj, b, h, D, sig, f):
+    """``sig = sigma(x)``, ``f = sigma(-x)`` of the logits ``x = proj[b, :, h, :D]`` into ``(L, D)`` rows of ``sig``, ``f``
+    (only ``exp`` of a non-positive number)."""
+    L = proj.shape[1]
+    for s in range(L):  # two loops: each vectorises, one loop doing both does not
+        for c in range(D):
+            f[s, c] = _exp_nonpositive(-abs(proj[b, s, h, c]))  # e = exp(-|x|)
+        for c in range(D):
+            x = proj[b, s, h, c]
+            e = f[s, c]
+            d = 1.0 / (1.0 + e)  # sigma(|x|)
+            a = e * d  # sigma(-|x|)
+            sig[s, c] = d if x >= 0 else a
+            f[s, c] = a if x >= 0 else d
+
+
+@njit(cache=True, inline="always")
+def _sum8(x):
+    """``sum(x)`` of a contiguous row in one fixed order: eight interleaved partial sums (``c = k mod 8``, the tail into
+    the first), then added pairwise; independent chains, so it runs at the adders' throughput, and the same bits
+    whether or not the compiler vectorises it."""
+    n = x.shape[0]
+    n8 = n - n % 8
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    for c in range(0, n8, 8):
+        a0 += x[c]
+        a1 += x[c + 1]
+        a2 += x[c + 2]
+        a3 += x[c + 3]
+        a4 += x[c + 4]
+        a5 += x[c + 5]
+        a6 += x[c + 6]
+        a7 += x[c + 7]
+    for c in range(n8, n):
+        a0 += x[c]
+    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+
+
+@njit(cache=True)
+def _scores(proj, b, h, D, m, kT, sc):
+    """``sc[t, s] = q_t . k_s`` for ``s <= t`` (0 above), summed over the state index in order; ``kT`` ``(m, L)`` scratch."""
+    L = proj.shape[1]
+    for j in range(m):
+        for s in range(L):
+            kT[j, s] = proj[b, s, h, D + j]
+    for t in range(L):
+        for s in range(L):
+            sc[t, s] = 0.0
+        for j in range(m):
+            q = proj[b, t, h, D + m + j]
+            for s in range(t + 1):  # vectorised over s; each sc[t, s] adds j = 0, 1, ... in order
+                sc[t, s] += q * kT[j, s]
+
+
+@njit(cache=True)
+def _forward(u, proj, D, m, o, sig_all, f_all, sc_all):
+    """Fill ``o`` ``(batch, L, H, D)`` and the saved ``sig``, ``f`` ``(batch, H, L, D)``, ``sc`` ``(batch, H, L, L)``.
+
+    Row ``t``: ``s`` runs from ``t`` down, ``P *= f[s + 1]`` and ``o_t += scores[t, s] (P v_s)``, every channel at once
+    (one store per inner loop, so that each vectorises)."""
+    B, L, H, _ = proj.shape
+    P = np.empty(D)
+    acc = np.empty(D)
+    v = np.empty((L, D))
+    kT = np.empty((m, L))
+    for b in range(B):
+        for h in range(H):
+            sig, f, sc = sig_all[b, h], f_all[b, h], sc_all[b, h]
+            _gates(proj, b, h, D, sig, f)
+            _scores(proj, b, h, D, m, kT, sc)
+            for s in range(L):
+                for c in range(D):
+                    v[s, c] = sig[s, c] * u[b, s, c]
+            for t in range(L):
+                for c in range(D):
+                    P[c] = 1.0
+                    acc[c] = 0.0
+                for s in range(t, -1, -1):  # G[t, s] = P * sigma_s, P = prod_{r=s+1}^{t} f_r
+                    if s < t:
+                        for c in range(D):
+                            P[c] *= f[s + 1, c]
+                    w = sc[t, s]
+                    for c in range(D):
+                        acc[c] += w * (P[c] * v[s, c])
+                for c in range(D):
+                    o[b, t, h, c] = acc[c]
+
+
+@njit(cache=True)
+def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
+    """From ``g_o = dLoss/do`` ``(batch, L, H, D)``: ``g_u`` ``(batch, L, D)`` (the values' part, summed over heads) and
+    ``g_proj`` ``(batch, L, H, D + 2m)`` (logits, keys, queries).
+
+    Row ``t``: ``s`` runs from ``t`` down with ``Q = g_o[t] P`` (``Q *= f[s + 1]``): ``dLoss/dv_s += scores[t, s] Q``,
+    ``e = Q v_s``, ``dLoss/dscores[t, s] = sum(e)`` (:func:`_sum8`); then ``s`` runs up, ``pre += scores[t, s] e_s``
+    and ``A[s + 1] += pre``: ``A[r] = sum_{t>=r} sum_{s<r} T[t, s]``."""
+    B, L, H, _ = proj.shape
+    Q = np.empty(D)
+    pre = np.empty(D)
+    v = np.empty((L, D))
+    gp = np.empty((L, D))  # row t: e[s] = g_o[t] P[t, s] v_s
+    gv = np.empty((L, D))  # dLoss/dv
+    A = np.empty((L, D))  # sum_{t>=r} sum_{s<r} T[t, s, c]
+    g_sc = np.empty((L, L))
+    acc = np.empty(m)
+    gu = np.empty((L, D))
+    for b in range(B):
+        for s in range(L):
+            for c in range(D):
+                gu[s, c] = 0.0
+        for h in range(H):
+            sig, f, sc = sig_all[b, h], f_all[b, h], sc_all[b, h]
+            for s in range(L):
+                for c in range(D):
+                    v[s, c] = sig[s, c] * u[b, s, c]
+                for c in range(D):
+                    gv[s, c] = 0.0
+                for c in range(D):
+                    A[s, c] = 0.0
+            for t in range(L):
+                for c in range(D):
+                    Q[c] = g_o[b, t, h, c]
+                for s in range(t, -1, -1):
+                    if s < t:
+                        for c in range(D):
+                            Q[c] *= f[s + 1, c]
+                    w = sc[t, s]
+                    for c in range(D):
+                        gv[s, c] += w * Q[c]
+                    for c in range(D):
+                        gp[s, c] = Q[c] * v[s, c]
+                    g_sc[t, s] = _sum8(gp[s])
+                for c in range(D):
+                    pre[c] = 0.0
+                for r in range(1, t + 1):  # pre = sum_{s<r} T[t, s]
+                    w = sc[t, r - 1]
+                    for c in range(D):
+                        pre[c] += w * gp[r - 1, c]
+                    for c in range(D):
+                        A[r, c] += pre[c]
+            for s in range(L):
+                for c in range(D):
+                    gu[s, c] += gv[s, c] * sig[s, c]
+                for c in range(D):
+                    g_proj[b, s, h, c] = gv[s, c] * u[b, s, c] * sig[s, c] * f[s, c] - sig[s, c] * A[s, c]
+            for t in range(L):  # queries: sum_{s<=t} g_sc[t, s] k_s
+                for j in range(m):
+                    acc[j] = 0.0
+                for s in range(t + 1):
+                    w = g_sc[t, s]
+                    for j in range(m):
+                        acc[j] += w * proj[b, s, h, D + j]
+                for j in range(m):
+                    g_proj[b, t, h, D + m + j] = acc[j]
+            for s in range(L):  # keys: sum_{t>=s} g_sc[t, s] q_t
+                for j in range(m):
+                    acc[j] = 0.0
+                for t in range(s, L):
+                    w = g_sc[t, s]
+                    for j in range(m):
+                        acc[j] += w * proj[b, t, h, D + m + j]
+                for j in range(m):
+                    g_proj[b, s, h, D + j] = acc[j]
+        for s in range(L):
+            for c in range(D):
+                g_u[b, s, c] = gu[s, c]
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().contiguous().numpy()
+
+
+class _FusedScan(torch.autograd.Function):
+    """``o`` ``(batch, L, H, D)`` from ``u`` and the projections ``proj``; see :func:`selective_scan_heads_fused`.
+    Reads and writes the tensors' own dtype (float32 or float64); computes in float64."""
+
+    @staticmethod
+    def forward(ctx, u, proj, m):
+        B, L, H, E = proj.shape
+        D = E - 2 * m
+        u_, p_ = _np(u), _np(proj.to(u.dtype))
+        o = np.empty((B, L, H, D), dtype=u_.dtype)
+        sig, f = np.empty((B, H, L, D)), np.empty((B, H, L, D))
+        sc = np.empty((B, H, L, L))
+        _forward(u_, p_, D, m, o, sig, f, sc)
+        ctx.saved = (u_, p_, sig, f, sc)
+        ctx.m, ctx.dtype = m, u.dtype
+        return torch.from_numpy(o)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_o):
+        u_, p_, sig, f, sc = ctx.saved
+        g_u, g_proj = np.empty_like(u_), np.empty_like(p_)
+        _backward(_np(g_o.to(ctx.dtype)), u_, p_, u_.shape[2], ctx.m, sig, f, sc, g_u, g_proj)
+        return torch.from_numpy(g_u), torch.from_numpy(g_proj), None
+
+
+def scan_projections(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """``[w_c^T u_s | W_B u_s | W_C u_s]`` of every head, ``(batch, L, H, D + 2m)``: one matrix product.
+
+    Args:
+        u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.  W: ``(H, D, D)``, ``W[h][:, c] = w_c``.
+    """
+    batch, L, D = u.shape
+    H = W.shape[0]
+    weights = torch.cat([W, W_B.transpose(1, 2), W_C.transpose(1, 2)], dim=2)  # (H, D, D + 2m)
+    weights = weights.permute(1, 0, 2).reshape(D, -1)  # (D, H (D + 2m))
+    return (u.reshape(batch * L, D) @ weights).view(batch, L, H, -1)  # (batch, L, H, D + 2m)
+
+
+def selective_scan_heads_fused(u, W_B, W_C, W) -> torch.Tensor:
+    """Eq. (1) for every head (``A = -I``), compiled, on the CPU; same signature and output as
+    :func:`mambaicl.models.scan.selective_scan_heads`: ``(batch, H, L, D)`` (a view of a ``(batch, L, H, D)`` tensor,
+    the layout :meth:`mambaicl.models.deep._HeadsMixer.combine` reads).
+
+    Args:
+        u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.  W: ``(H, D, D)``.
+    """
+    o = _FusedScan.apply(u, scan_projections(u, W_B, W_C, W), W_B.shape[1])  # (batch, L, H, D)
+    return o.permute(0, 2, 1, 3)  # (batch, H, L, D)
