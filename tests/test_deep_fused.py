@@ -135,3 +135,24 @@ def test_the_tiny_deep_preset_stops_at_the_same_step_on_both_paths():
     assert fused.stopped < preset.train.steps  # early stopping happened
     assert (fused.best_step, fused.stopped) == (plain.best_step, plain.stopped)
     assert abs(fused.val_loss - plain.val_loss) <= 1e-4
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_compiled_rms_norm_matches_its_plain_expression(dtype):
+    from mambaicl.models.deep import RMSNorm
+
+    g = torch.Generator().manual_seed(4)
+    norm = RMSNorm(13).to(dtype)
+    with torch.no_grad():
+        norm.weight.copy_(torch.randn(13, generator=g, dtype=dtype))
+    x = (torch.randn(4, 6, 13, generator=g, dtype=dtype) * 1e3).requires_grad_()
+    w = torch.randn(4, 6, 13, generator=g, dtype=dtype)
+    y = norm(x)
+    grads = torch.autograd.grad((y * w).sum(), (x, norm.weight))
+    with plain_kernels():
+        y_plain = norm(x)
+        grads_plain = torch.autograd.grad((y_plain * w).sum(), (x, norm.weight))
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    assert y.dtype == dtype and rel(y, y_plain) <= tol
+    for a, b in zip(grads, grads_plain):
+        assert a.dtype == dtype and rel(a, b) <= tol

@@ -49,7 +49,7 @@ from .gated_attention import check_prompt, gate_from_logits
 from .kernels import causal_mask, causal_scores, heads_keys_queries, row_softmax
 from .mamba1 import MAMBA1_SCANS, Mamba1Block
 from .scan import selective_scan_heads, selective_scan_heads_chunked, selective_scan_heads_factored
-from .scan_kernel import selective_scan_heads_fused
+from .scan_kernel import rms_norm_fused, selective_scan_heads_fused
 from .shapes import tokens
 
 __all__ = [
@@ -77,6 +77,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if use_compiled(x.device):  # one compiled pass each way (mambaicl.models.scan_kernel.rms_norm_fused)
+            return rms_norm_fused(x, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
