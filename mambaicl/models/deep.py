@@ -18,14 +18,17 @@ Kinds (:func:`build_deep`, reached through :func:`mambaicl.models.build_model` w
 
 * ``"mamba"``: the paper's selective-scan layer (Eq. 1 with ``A = -I``, per-channel
   ``Delta_j = softplus(w_j^T u)``), one per head, run in a closed form of :mod:`mambaicl.models.scan`
-  (App. 11.1): linear attention times a gate, by default with the gate factorised into per-token
-  terms (``scan="factored"``); ``scan="chunked"`` never exponentiates a positive number and
-  ``scan="quadratic"`` materialises the full gate (what the probe reads).
+  (App. 11.1): linear attention times a gate. By default (``scan="factored"``) a CPU runs the compiled
+  kernel :func:`mambaicl.models.scan_kernel.selective_scan_heads_fused` and any other device (or a CPU under
+  :func:`mambaicl.device.plain_kernels`) the closed form with the gate factorised into per-token terms; the
+  choice is :func:`mambaicl.device.use_compiled`'s. ``scan="chunked"`` never exponentiates a positive number
+  and ``scan="quadratic"`` materialises the full gate (what the probe reads); both run as chosen.
 * ``"linear"``: the same layer with ``G = 1`` (causal linear attention, Section 3.4).
 * ``"softmax"``: causal softmax attention, ``softmax_s(u_s^T W_B^T W_C u_t / sqrt(m))``.
 * ``"mamba1"``: standard Mamba-1 blocks (:class:`mambaicl.models.mamba1.Mamba1Block`).
 
-Every layer is residual and (by default) pre-norm: ``x <- x + mixer(RMSNorm(x))``; ``norm="none"``
+Every layer is residual and (by default) pre-norm: ``x <- x + mixer(RMSNorm(x))`` (on a CPU the norm is
+:func:`mambaicl.models.scan_kernel.rms_norm_fused`, its plain expression elsewhere); ``norm="none"``
 drops the RMSNorm, ``norm="after_first"`` drops it in the first layer only. Values are the tokens
 themselves (``u_s``), as in Eq. (1) and (3); the heads are combined by ``W_O``.
 
