@@ -12,8 +12,9 @@ Glossary (code name -> paper symbol):
 
 Eq. (1) with ``A = -I`` unrolled (App. 11.1) is ``o_t = sum_{s<=t} G[t, s] * u_s * scores[t, s]`` with
 ``G[t, s, c] = sigma(w_c^T u_s) prod_{r=s+1}^{t} (1 - sigma(w_c^T u_r))``. :func:`selective_scan_heads_fused` has the
-signature of :func:`mambaicl.models.scan.selective_scan_heads` ``(u, W_B, W_C, W) -> (batch, H, L, D)``: the three
-projections are one matrix product (PyTorch, as in the plain forms), the rest -- gates, scores, the causal gated sum
+signature of :func:`mambaicl.models.scan.selective_scan_heads` ``(u, W_B, W_C, W) -> (batch, H, L, D)`` and is one
+node of the autograd graph: the three projections are one matrix product (PyTorch, as in the plain forms; their
+backward two more, inside the node), the rest -- gates, scores, the causal gated sum
 and its backward -- two loops compiled by Numba. Every gate is a running product of numbers in ``[0, 1]`` taken from
 ``t`` down to ``s`` (no exponent of a positive number, no division), so saturated gates (``|w^T u|`` in the
 hundreds, as after training) stay exact where the factored form had to fall back. The arithmetic is float64 in a
@@ -40,7 +41,7 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
-__all__ = ["scan_projections", "selective_scan_heads_fused", "rms_norm_fused"]
+__all__ = ["selective_scan_heads_fused", "rms_norm_fused"]
 
 
 #: ``2^k`` for ``k = -1074, ..., 0`` (exact): the scale of :func:`_exp_nonpositive`
@@ -238,43 +239,48 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().contiguous().numpy()
 
 
+def _weights(W_B, W_C, W) -> torch.Tensor:
+    """``[W | W_B^T | W_C^T]`` of every head side by side, ``(D, H (D + 2m))``: the one projection matrix."""
+    D = W.shape[1]
+    return torch.cat([W, W_B.transpose(1, 2), W_C.transpose(1, 2)], dim=2).permute(1, 0, 2).reshape(D, -1)
+
+
 class _FusedScan(torch.autograd.Function):
-    """``o`` ``(batch, L, H, D)`` from ``u`` and the projections ``proj``; see :func:`selective_scan_heads_fused`.
-    Reads and writes the tensors' own dtype (float32 or float64); computes in float64."""
+    """``o`` ``(batch, L, H, D)`` from ``u``, ``W_B``, ``W_C``, ``W``; see :func:`selective_scan_heads_fused`.
+    The projections are PyTorch matrix products inside (their backward too: one graph node for the whole scan);
+    the rest is Numba, reading and writing the tensors' own dtype (float32 or float64), computing in float64."""
 
     @staticmethod
-    def forward(ctx, u, proj, m):
-        B, L, H, E = proj.shape
-        D = E - 2 * m
-        u_, p_ = _np(u), _np(proj.to(u.dtype))
+    def forward(ctx, u, W_B, W_C, W):
+        B, L, D = u.shape
+        H, m = W_B.shape[:2]
+        weights = _weights(W_B, W_C, W).to(u.dtype)  # (D, H (D + 2m))
+        proj = (u.reshape(B * L, D) @ weights).view(B, L, H, D + 2 * m)
+        u_, p_ = _np(u), _np(proj)
         o = np.empty((B, L, H, D), dtype=u_.dtype)
         sig, f = np.empty((B, H, L, D)), np.empty((B, H, L, D))
         sc = np.empty((B, H, L, L))
         _forward(u_, p_, D, m, o, sig, f, sc)
         ctx.saved = (u_, p_, sig, f, sc)
-        ctx.m, ctx.dtype = m, u.dtype
+        ctx.save_for_backward(u, weights)
+        ctx.m, ctx.w_dtype = m, W.dtype
         return torch.from_numpy(o)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g_o):
         u_, p_, sig, f, sc = ctx.saved
+        u, weights = ctx.saved_tensors
+        B, L, H, E = p_.shape
+        D, m = u_.shape[2], ctx.m
         g_u, g_proj = np.empty_like(u_), np.empty_like(p_)
-        _backward(_np(g_o.to(ctx.dtype)), u_, p_, u_.shape[2], ctx.m, sig, f, sc, g_u, g_proj)
-        return torch.from_numpy(g_u), torch.from_numpy(g_proj), None
-
-
-def scan_projections(u: torch.Tensor, W_B: torch.Tensor, W_C: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """``[w_c^T u_s | W_B u_s | W_C u_s]`` of every head, ``(batch, L, H, D + 2m)``: one matrix product.
-
-    Args:
-        u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.  W: ``(H, D, D)``, ``W[h][:, c] = w_c``.
-    """
-    batch, L, D = u.shape
-    H = W.shape[0]
-    weights = torch.cat([W, W_B.transpose(1, 2), W_C.transpose(1, 2)], dim=2)  # (H, D, D + 2m)
-    weights = weights.permute(1, 0, 2).reshape(D, -1)  # (D, H (D + 2m))
-    return (u.reshape(batch * L, D) @ weights).view(batch, L, H, -1)  # (batch, L, H, D + 2m)
+        _backward(_np(g_o.to(u.dtype)), u_, p_, D, m, sig, f, sc, g_u, g_proj)
+        g_proj = torch.from_numpy(g_proj).view(B * L, H * E)
+        g_weights = (u.reshape(B * L, D).T @ g_proj).view(D, H, E).permute(1, 0, 2)  # (H, D, D + 2m)
+        g_u = torch.from_numpy(g_u) + (g_proj @ weights.T).view(B, L, D)
+        g_W, g_W_B, g_W_C = (g.contiguous().to(ctx.w_dtype) for g in (
+            g_weights[..., :D], g_weights[..., D:D + m].transpose(1, 2), g_weights[..., D + m:].transpose(1, 2)))
+        return g_u, g_W_B, g_W_C, g_W
 
 
 def selective_scan_heads_fused(u, W_B, W_C, W) -> torch.Tensor:
@@ -285,8 +291,7 @@ def selective_scan_heads_fused(u, W_B, W_C, W) -> torch.Tensor:
     Args:
         u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.  W: ``(H, D, D)``.
     """
-    o = _FusedScan.apply(u, scan_projections(u, W_B, W_C, W), W_B.shape[1])  # (batch, L, H, D)
-    return o.permute(0, 2, 1, 3)  # (batch, H, L, D)
+    return _FusedScan.apply(u, W_B, W_C, W).permute(0, 2, 1, 3)  # (batch, H, L, D)
 
 
 # ---------------------------------------------------------------- RMSNorm, compiled
