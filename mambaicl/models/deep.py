@@ -67,6 +67,8 @@ __all__ = [
 ]
 
 KINDS = DEEP_KINDS
+#: the dtypes the compiled CPU kernels (:mod:`mambaicl.models.scan_kernel`) read and write; others run the plain forms
+COMPILED_DTYPES = (torch.float32, torch.float64)
 #: where a stack normalises: every layer, no layer, every layer but the first
 NORMS = ("rms", "none", "after_first")
 
@@ -80,7 +82,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if use_compiled(x.device):  # one compiled pass each way (mambaicl.models.scan_kernel.rms_norm_fused)
+        if use_compiled(x.device) and x.dtype in COMPILED_DTYPES:  # one compiled pass each way (rms_norm_fused)
             return rms_norm_fused(x, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
@@ -151,7 +153,7 @@ class PaperMambaMixer(_HeadsMixer):
         (:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused`) for the default ``scan="factored"`` where
         :func:`mambaicl.device.use_compiled` says so (a CPU), else the plain closed form ``PAPER_SCANS[scan]``
         (a GPU, :func:`mambaicl.device.plain_kernels`, or an explicitly chosen ``"chunked"`` / ``"quadratic"``)."""
-        if self.scan == "factored" and use_compiled(u.device):
+        if self.scan == "factored" and use_compiled(u.device) and u.dtype in COMPILED_DTYPES:
             return selective_scan_heads_fused(u, self.W_B, self.W_C, self.W)
         return PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W)
 
