@@ -156,3 +156,12 @@ def test_compiled_rms_norm_matches_its_plain_expression(dtype):
     assert y.dtype == dtype and rel(y, y_plain) <= tol
     for a, b in zip(grads, grads_plain):
         assert a.dtype == dtype and rel(a, b) <= tol
+
+
+def test_non_finite_inputs_propagate_and_do_not_crash():
+    u, W_B, W_C, W = params(2, 5, 4, 1, 2, 1.0)
+    u[0, 2, 1] = float("nan")
+    out = selective_scan_heads_fused(u, W_B, W_C, W)
+    assert torch.isnan(out[0, :, 2:]).any() and torch.isfinite(out[1]).all()
+    assert _exp_nonpositive(float("nan")) != _exp_nonpositive(float("nan"))  # NaN
+    assert _exp_nonpositive(float("-inf")) == 0.0

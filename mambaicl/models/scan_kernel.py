@@ -57,13 +57,14 @@ _LN2_LO = 1.90821492927058770002e-10
 def _exp_nonpositive(x):
     """``exp(x)`` for ``x <= 0`` in plain arithmetic (so that the loops calling it vectorise and give the same bits
     on every CPU): ``x = n ln 2 + r``, ``|r| <= ln(2)/2``, a degree-13 Taylor polynomial of ``exp(r)`` times ``2^n``;
-    within an ulp or two of the C library's ``exp``; 0 below -744."""
-    xc = max(x, -744.0)
+    within an ulp or two of the C library's ``exp``; 0 below -744, NaN for NaN (never an index out of the table)."""
+    xc = x if x > -744.0 else -744.0  # NaN -> -744: the table index stays in range
     n = math.floor(xc * _LOG2E + 0.5)  # in [-1073, 0]
     r = (xc - n * _LN2_HI) - n * _LN2_LO
     p = ((((((((((((_C13 * r + _C12) * r + _C11) * r + _C10) * r + _C9) * r + _C8) * r + _C7) * r + _C6) * r + _C5)
               * r + _C4) * r + _C3) * r + _C2) * r + 1.0) * r + 1.0
-    return p * _POW2[int(n) + 1074] if x >= -744.0 else 0.0
+    y = p * _POW2[int(n) + 1074]
+    return y if x >= -744.0 else (0.0 if x < -744.0 else x)
 
 
 @njit(cache=True)
