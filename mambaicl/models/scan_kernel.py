@@ -41,7 +41,7 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
-__all__ = ["selective_scan_heads_fused", "rms_norm_fused"]
+__all__ = ["selective_scan_heads_fused", "selective_scan_heads_fused_stacked", "rms_norm_fused"]
 
 
 #: ``2^k`` for ``k = -1074, ..., 0`` (exact): the scale of :func:`_exp_nonpositive`
@@ -67,14 +67,31 @@ def _exp_nonpositive(x):
     return y if x >= -744.0 else (0.0 if x < -744.0 else x)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _exp_nonpositive_single(x):
+    """:func:`_exp_nonpositive` to single precision: the same reduction, a degree-7 Taylor polynomial (relative
+    truncation below 1e-8, under half a float32 ulp), for the float32 kernels."""
+    xc = x if x > -744.0 else -744.0
+    n = math.floor(xc * _LOG2E + 0.5)
+    r = (xc - n * _LN2_HI) - n * _LN2_LO
+    p = ((((((_C7 * r + _C6) * r + _C5) * r + _C4) * r + _C3) * r + _C2) * r + 1.0) * r + 1.0
+    y = p * _POW2[int(n) + 1074]
+    return y if x >= -744.0 else (0.0 if x < -744.0 else x)
+
+
+@njit(cache=True, error_model="numpy")
 def _gates(proj, b, h, D, sig, f):
     """``sig = sigma(x)``, ``f = sigma(-x)`` of the logits ``x = proj[b, :, h, :D]`` into ``(L, D)`` rows of ``sig``, ``f``
-    (only ``exp`` of a non-positive number)."""
+    (only ``exp`` of a non-positive number; to single precision for float32 arrays)."""
     L = proj.shape[1]
+    single = f.itemsize == 4
     for s in range(L):  # two loops: each vectorises, one loop doing both does not
-        for c in range(D):
-            f[s, c] = _exp_nonpositive(-abs(proj[b, s, h, c]))  # e = exp(-|x|)
+        if single:
+            for c in range(D):
+                f[s, c] = _exp_nonpositive_single(-abs(proj[b, s, h, c]))  # e = exp(-|x|)
+        else:
+            for c in range(D):
+                f[s, c] = _exp_nonpositive(-abs(proj[b, s, h, c]))
         for c in range(D):
             x = proj[b, s, h, c]
             e = f[s, c]
@@ -106,7 +123,7 @@ def _sum8(x):
     return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _scores(proj, b, h, D, m, kT, sc):
     """``sc[t, s] = q_t . k_s`` for ``s <= t`` (0 above), summed over the state index in order; ``kT`` ``(m, L)`` scratch."""
     L = proj.shape[1]
@@ -122,17 +139,18 @@ def _scores(proj, b, h, D, m, kT, sc):
                 sc[t, s] += q * kT[j, s]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _forward(u, proj, D, m, o, sig_all, f_all, sc_all):
     """Fill ``o`` ``(batch, L, H, D)`` and the saved ``sig``, ``f`` ``(batch, H, L, D)``, ``sc`` ``(batch, H, L, L)``.
 
     Row ``t``: ``s`` runs from ``t`` down, ``P *= f[s + 1]`` and ``o_t += scores[t, s] (P v_s)``, every channel at once
     (one store per inner loop, so that each vectorises)."""
     B, L, H, _ = proj.shape
-    P = np.empty(D)
-    acc = np.empty(D)
-    v = np.empty((L, D))
-    kT = np.empty((m, L))
+    dt = u.dtype  # every array in the input's dtype: float32 loops run twice as many channels per vector
+    P = np.empty(D, dt)
+    acc = np.empty(D, dt)
+    v = np.empty((L, D), dt)
+    kT = np.empty((m, L), dt)
     for b in range(B):
         for h in range(H):
             sig, f, sc = sig_all[b, h], f_all[b, h], sc_all[b, h]
@@ -156,7 +174,7 @@ def _forward(u, proj, D, m, o, sig_all, f_all, sc_all):
                     o[b, t, h, c] = acc[c]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
     """From ``g_o = dLoss/do`` ``(batch, L, H, D)``: ``g_u`` ``(batch, L, D)`` (the values' part, summed over heads) and
     ``g_proj`` ``(batch, L, H, D + 2m)`` (logits, keys, queries).
@@ -165,15 +183,16 @@ def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
     ``e = Q v_s``, ``dLoss/dscores[t, s] = sum(e)`` (:func:`_sum8`); then ``s`` runs up, ``pre += scores[t, s] e_s``
     and ``A[s + 1] += pre``: ``A[r] = sum_{t>=r} sum_{s<r} T[t, s]``."""
     B, L, H, _ = proj.shape
-    Q = np.empty(D)
-    pre = np.empty(D)
-    v = np.empty((L, D))
-    gp = np.empty((L, D))  # row t: e[s] = g_o[t] P[t, s] v_s
-    gv = np.empty((L, D))  # dLoss/dv
-    A = np.empty((L, D))  # sum_{t>=r} sum_{s<r} T[t, s, c]
-    g_sc = np.empty((L, L))
-    acc = np.empty(m)
-    gu = np.empty((L, D))
+    dt = u.dtype
+    Q = np.empty(D, dt)
+    pre = np.empty(D, dt)
+    v = np.empty((L, D), dt)
+    gp = np.empty((L, D), dt)  # row t: e[s] = g_o[t] P[t, s] v_s
+    gv = np.empty((L, D), dt)  # dLoss/dv
+    A = np.empty((L, D), dt)  # sum_{t>=r} sum_{s<r} T[t, s, c]
+    g_sc = np.empty((L, L), dt)
+    acc = np.empty(m, dt)
+    gu = np.empty((L, D), dt)
     for b in range(B):
         for s in range(L):
             for c in range(D):
@@ -259,8 +278,8 @@ class _FusedScan(torch.autograd.Function):
         proj = (u.reshape(B * L, D) @ weights).view(B, L, H, D + 2 * m)
         u_, p_ = _np(u), _np(proj)
         o = np.empty((B, L, H, D), dtype=u_.dtype)
-        sig, f = np.empty((B, H, L, D)), np.empty((B, H, L, D))
-        sc = np.empty((B, H, L, L))
+        sig, f = np.empty((B, H, L, D), u_.dtype), np.empty((B, H, L, D), u_.dtype)
+        sc = np.empty((B, H, L, L), u_.dtype)
         _forward(u_, p_, D, m, o, sig, f, sc)
         ctx.saved = (u_, p_, sig, f, sc)
         ctx.save_for_backward(u, weights)
@@ -295,49 +314,113 @@ def selective_scan_heads_fused(u, W_B, W_C, W) -> torch.Tensor:
     return _FusedScan.apply(u, W_B, W_C, W).permute(0, 2, 1, 3)  # (batch, H, L, D)
 
 
+def _weights_stacked(W_B, W_C, W) -> torch.Tensor:
+    """:func:`_weights` of every member, ``(S, D, H (D + 2m))``."""
+    S, H, D = W.shape[:3]
+    return torch.cat([W, W_B.transpose(2, 3), W_C.transpose(2, 3)], dim=3).permute(0, 2, 1, 3).reshape(S, D, -1)
+
+
+class _FusedScanStacked(torch.autograd.Function):
+    """:class:`_FusedScan` with a member axis first: ``u`` ``(S, batch, L, D)``, ``W_B``, ``W_C`` ``(S, H, m, D)``, ``W``
+    ``(S, H, D, D)`` -> ``o`` ``(S, batch, L, H, D)``. The projections are one batched matrix product (member ``k``'s
+    rows by member ``k``'s matrix); the compiled loops run the ``S batch`` rows in one call."""
+
+    @staticmethod
+    def forward(ctx, u, W_B, W_C, W):
+        S, B, L, D = u.shape
+        H, m = W_B.shape[1:3]
+        weights = _weights_stacked(W_B, W_C, W).to(u.dtype)  # (S, D, H (D + 2m))
+        proj = torch.bmm(u.reshape(S, B * L, D), weights).view(S * B, L, H, D + 2 * m)
+        u_, p_ = _np(u.reshape(S * B, L, D)), _np(proj)
+        o = np.empty((S * B, L, H, D), dtype=u_.dtype)
+        sig, f = np.empty((S * B, H, L, D), u_.dtype), np.empty((S * B, H, L, D), u_.dtype)
+        sc = np.empty((S * B, H, L, L), u_.dtype)
+        _forward(u_, p_, D, m, o, sig, f, sc)
+        ctx.saved = (u_, p_, sig, f, sc)
+        ctx.save_for_backward(u, weights)
+        ctx.m, ctx.w_dtype = m, W.dtype
+        return torch.from_numpy(o).view(S, B, L, H, D)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_o):
+        u_, p_, sig, f, sc = ctx.saved
+        u, weights = ctx.saved_tensors
+        S, B, L, D = u.shape
+        H, E = p_.shape[2:]
+        m = ctx.m
+        g_u, g_proj = np.empty_like(u_), np.empty_like(p_)
+        _backward(_np(g_o.to(u.dtype).reshape(S * B, L, H, D)), u_, p_, D, m, sig, f, sc, g_u, g_proj)
+        g_proj = torch.from_numpy(g_proj).view(S, B * L, H * E)
+        g_weights = torch.bmm(u.reshape(S, B * L, D).transpose(1, 2), g_proj).view(S, D, H, E).permute(0, 2, 1, 3)
+        g_u = torch.from_numpy(g_u).view(S, B, L, D) + torch.bmm(g_proj, weights.transpose(1, 2)).view(S, B, L, D)
+        g_W, g_W_B, g_W_C = (g.contiguous().to(ctx.w_dtype) for g in (
+            g_weights[..., :D], g_weights[..., D:D + m].transpose(2, 3), g_weights[..., D + m:].transpose(2, 3)))
+        return g_u, g_W_B, g_W_C, g_W
+
+
+def selective_scan_heads_fused_stacked(u, W_B, W_C, W) -> torch.Tensor:
+    """:func:`selective_scan_heads_fused` of ``S`` members at once (member axis first), compiled, on the CPU.
+
+    Args:
+        u: ``(S, batch, L, D)``.  W_B, W_C: ``(S, H, m, D)``.  W: ``(S, H, D, D)``.
+
+    Returns:
+        ``o`` ``(S, batch, L, H, D)`` (token-major: the layout the heads' combination reads).
+    """
+    return _FusedScanStacked.apply(u, W_B, W_C, W)
+
+
 # ---------------------------------------------------------------- RMSNorm, compiled
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rms_forward(x, weight, eps, y, r):
-    """``y = x r weight`` with ``r = 1 / sqrt(mean(x^2) + eps)`` per row of ``x`` ``(N, D)``; ``r`` ``(N,)`` kept."""
-    N, D = x.shape
+    """``y = x r weight[k]`` with ``r = 1 / sqrt(mean(x^2) + eps)`` per row of ``x`` ``(S, N, D)`` (member ``k`` of ``S``
+    has its own ``weight[k]``, ``(S, D)``); ``r`` ``(S, N)`` kept."""
+    S, N, D = x.shape
     sq = np.empty(D)
-    for i in range(N):
-        for c in range(D):
-            sq[c] = float(x[i, c]) * x[i, c]
-        ri = 1.0 / math.sqrt(_sum8(sq) / D + eps)
-        r[i] = ri
-        for c in range(D):
-            y[i, c] = x[i, c] * ri * weight[c]
+    for k in range(S):
+        for i in range(N):
+            for c in range(D):
+                sq[c] = float(x[k, i, c]) * x[k, i, c]
+            ri = 1.0 / math.sqrt(_sum8(sq) / D + eps)
+            r[k, i] = ri
+            for c in range(D):
+                y[k, i, c] = x[k, i, c] * ri * weight[k, c]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rms_backward(g, x, weight, r, gx, gw):
-    """``gx = r (weight g) - x r^3 sum_c(weight g x) / D`` per row, ``gw = sum_rows g x r`` (rows in order)."""
-    N, D = x.shape
+    """``gx = r (weight g) - x r^3 sum_c(weight g x) / D`` per row, ``gw[k] = sum_rows g x r`` (rows in order)."""
+    S, N, D = x.shape
     t = np.empty(D)
-    acc = np.zeros(D)
-    for i in range(N):
-        ri = r[i]
+    acc = np.empty(D)
+    for k in range(S):
         for c in range(D):
-            t[c] = weight[c] * g[i, c] * x[i, c]
-        k = _sum8(t) * ri * ri * ri / D
+            acc[c] = 0.0
+        for i in range(N):
+            ri = r[k, i]
+            for c in range(D):
+                t[c] = weight[k, c] * g[k, i, c] * x[k, i, c]
+            q = _sum8(t) * ri * ri * ri / D
+            for c in range(D):
+                gx[k, i, c] = ri * (weight[k, c] * g[k, i, c]) - x[k, i, c] * q
+            for c in range(D):
+                acc[c] += g[k, i, c] * x[k, i, c] * ri
         for c in range(D):
-            gx[i, c] = ri * (weight[c] * g[i, c]) - x[i, c] * k
-        for c in range(D):
-            acc[c] += g[i, c] * x[i, c] * ri
-    for c in range(D):
-        gw[c] = acc[c]
+            gw[k, c] = acc[c]
 
 
 class _RMSNorm(torch.autograd.Function):
-    """:func:`rms_norm_fused`: one compiled pass forward, one backward; float64 inside, the input's dtype outside."""
+    """:func:`rms_norm_fused`: one compiled pass forward, one backward; float64 inside, the input's dtype outside.
+    ``x`` ``(S, ..., D)`` with ``weight`` ``(S, D)`` (one weight per member), viewed as ``(S, N, D)``."""
 
     @staticmethod
     def forward(ctx, x, weight, eps):
-        x_, w_ = _np(x.reshape(-1, x.shape[-1])), _np(weight.to(x.dtype))
-        y, r = np.empty_like(x_), np.empty(x_.shape[0])
+        S, D = weight.shape
+        x_, w_ = _np(x.reshape(S, -1, D)), _np(weight.to(x.dtype))
+        y, r = np.empty_like(x_), np.empty(x_.shape[:2])
         _rms_forward(x_, w_, float(eps), y, r)
         ctx.saved, ctx.shape = (x_, w_, r), x.shape
         return torch.from_numpy(y).view(x.shape)
@@ -346,12 +429,15 @@ class _RMSNorm(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, g):
         x_, w_, r = ctx.saved
-        gx, gw = np.empty_like(x_), np.empty(x_.shape[1])
+        gx, gw = np.empty_like(x_), np.empty((x_.shape[0], x_.shape[2]))
         _rms_backward(_np(g.reshape(x_.shape)), x_, w_, r, gx, gw)
         return torch.from_numpy(gx).view(ctx.shape), torch.from_numpy(gw).to(g.dtype), None
 
 
 def rms_norm_fused(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last axis (:class:`mambaicl.models.deep.RMSNorm`), compiled, on
-    the CPU: the same value as the module's plain expression, each row's sum of squares in :func:`_sum8`'s order."""
+    the CPU: the same value as the module's plain expression, each row's sum of squares in :func:`_sum8`'s order.
+    ``weight`` ``(D,)``; or ``(S, D)`` with ``x`` ``(S, ..., D)``: member ``k``'s rows scaled by ``weight[k]``."""
+    if weight.dim() == 1:
+        return _RMSNorm.apply(x.unsqueeze(0), weight.unsqueeze(0), eps).squeeze(0)
     return _RMSNorm.apply(x, weight, eps)
