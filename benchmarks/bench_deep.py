@@ -1,11 +1,12 @@
 """One training step of Figure 3's three-layer Mamba stacks: the compiled scan against the plain autograd scan.
 
 Builds the ``fig3`` preset's stack of its ten seeds (``mambaicl.experiments.mechanism.FIG3``, seeds
-``MECHANISM_SEEDS``: ten :class:`mambaicl.members.MemberStack` members, float32, batch 64, ``L = 21``) as the engine
-builds it, draws one batch per seed from its own training stream, and times one step as the engine takes it:
+``MECHANISM_SEEDS``: one :class:`mambaicl.models.deep_stack.StackedDeepModel`, the seeds a batch axis, float32,
+batch 64, ``L = 21``) as the engine builds it, draws one batch per seed from its own training stream, and times one step as the engine takes it:
 forward, hinge loss, backward, SGD with each seed's step size (:class:`mambaicl.train.StepSizes`). The fused path is
-the default on a CPU (:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused`); the plain path is the same
-step under :func:`mambaicl.device.plain_kernels` (the autograd closed forms a GPU runs). The two are alternated step
+the default on a CPU (:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused_stacked` over all seeds' rows in
+one call, the compiled RMSNorm); the plain path is the same step under :func:`mambaicl.device.plain_kernels` (the
+autograd closed forms a GPU runs, member by member, and the plain norm). The two are alternated step
 by step, which one goes first alternating by round, at one torch thread and one Numba thread, so that load from
 other processes slows both alike; the batch is drawn once (the draw costs the same on both paths).
 

@@ -93,7 +93,7 @@ class StackedDeepModel(nn.Module):
         """Slot ``k`` as an ordinary :class:`DeepICLModel` (a copy of its parameters, on the stack's device)."""
         if not 0 <= k < self.n_seeds:
             raise ConfigError(f"slot must lie in [0, {self.n_seeds}); got {k!r}")
-        model = copy.deepcopy(self._template).to(self.readout.device)
+        model = copy.deepcopy(self._template).to(device=self.readout.device, dtype=self.readout.dtype)
         with torch.no_grad():
             for name, p in model.named_parameters():
                 stacked = self.get_parameter(name)

@@ -123,6 +123,26 @@ def _sum8(x):
     return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
 
 
+@njit(cache=True, inline="always")
+def _sum8_in(x, zero):
+    """:func:`_sum8` with its partial sums in ``x``'s dtype (``zero``: a 0 of that dtype), the same order."""
+    n = x.shape[0]
+    n8 = n - n % 8
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = zero
+    for c in range(0, n8, 8):
+        a0 += x[c]
+        a1 += x[c + 1]
+        a2 += x[c + 2]
+        a3 += x[c + 3]
+        a4 += x[c + 4]
+        a5 += x[c + 5]
+        a6 += x[c + 6]
+        a7 += x[c + 7]
+    for c in range(n8, n):
+        a0 += x[c]
+    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+
+
 @njit(cache=True, error_model="numpy")
 def _scores(proj, b, h, D, m, kT, sc):
     """``sc[t, s] = q_t . k_s`` for ``s <= t`` (0 above), summed over the state index in order; ``kT`` ``(m, L)`` scratch."""
@@ -193,6 +213,7 @@ def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
     g_sc = np.empty((L, L), dt)
     acc = np.empty(m, dt)
     gu = np.empty((L, D), dt)
+    zero = np.zeros(1, dt)[0]
     for b in range(B):
         for s in range(L):
             for c in range(D):
@@ -218,7 +239,7 @@ def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
                         gv[s, c] += w * Q[c]
                     for c in range(D):
                         gp[s, c] = Q[c] * v[s, c]
-                    g_sc[t, s] = _sum8(gp[s])
+                    g_sc[t, s] = _sum8_in(gp[s], zero)
                 for c in range(D):
                     pre[c] = 0.0
                 for r in range(1, t + 1):  # pre = sum_{s<r} T[t, s]
