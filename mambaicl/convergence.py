@@ -145,7 +145,7 @@ class Watch:
                 load_slot(model, k, state)
             if dead is not None:
                 self.records[k].diverged = self.records[k].diverged or bool(dead[k])
-        if isinstance(model, MemberStack):
+        if hasattr(model, "resting"):
             model.resting = set()
         return self.records
 

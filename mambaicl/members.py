@@ -202,21 +202,28 @@ class MemberStack(nn.Module):
 
 def member_model(model: nn.Module, i: int) -> nn.Module:
     """Slot ``i`` of a stacked model: the deep model itself (:class:`MemberStack`), or a copy of its parameters
-    as a one-member model (a model with a member axis)."""
+    as a one-member model (a model with a member axis: a one-layer stack, or a
+    :class:`mambaicl.models.deep_stack.StackedDeepModel`, whose slot comes back as a :class:`DeepICLModel`)."""
     return model.members[i] if isinstance(model, MemberStack) else model.member(i)
 
 
 def build_members(group: list, device) -> torch.nn.Module:
-    """The stacked model of one group of members (same :meth:`Member.model_key`)."""
+    """The stacked model of one group of members (same :meth:`Member.model_key`): one-layer kinds a model with a
+    member axis; deep kinds ``mamba``, ``linear``, ``softmax`` a :class:`~mambaicl.models.deep_stack.StackedDeepModel`
+    of the members' own models; ``mamba1`` a :class:`MemberStack`."""
     from .models import build_model
+    from .models.deep_stack import STACKED_KINDS, StackedDeepModel
 
     m0 = group[0]
     kw = {k: getattr(m0, k) for k in ("m", "delta", "dtype") if getattr(m0, k) is not None} | dict(m0.options)
     if m0.n_layers is None:
         return build_model(m0.kind, m0.data.d, generators=[torch_generator(m.seed, m.init) for m in group],
                            device=device, **kw)
-    return MemberStack([build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, m.init),
-                                    device=device, **kw) for m in group]).to(device)
+    models = [build_model(m0.kind, m0.data.d, n_layers=m0.n_layers, generator=torch_generator(m.seed, m.init),
+                          device=device, **kw) for m in group]  # each member from its own init stream, as alone
+    if m0.kind in STACKED_KINDS:  # the seeds as a batch axis: one model, parameters stacked member-first
+        return StackedDeepModel(models).to(device)
+    return MemberStack(models).to(device)
 
 
 def _join(parts: list):

@@ -234,7 +234,7 @@ def _loop(model: nn.Module, draw: Callable, update: Callable, *, steps: int, bat
 def _watch(watch: Watch, t: int, model: nn.Module) -> bool:
     """Run the early-stopping check after ``t`` updates; rest the stopped members; whether all rest."""
     watch.check(t, model)
-    if isinstance(model, MemberStack):
+    if hasattr(model, "resting"):  # a MemberStack or a StackedDeepModel: stopped members are not run
         model.resting = set(watch.resting.nonzero().flatten().tolist())
     return watch.all_resting
 

@@ -107,7 +107,7 @@ def test_training_stops_when_the_validation_loss_stops_improving():
     from mambaicl.evaluate import predict
     from mambaicl.recipes import sst2 as T
     from mambaicl.recipes.validation import sst2_validation_prompts
-    from mambaicl.train import loss_per_model, train
+    from mambaicl.train import loss_per_model, member_model, train
 
     feat = toy_features()
     cfg = dataclasses.replace(X.HELD_OUT, d=6, n_train=60)
@@ -122,8 +122,8 @@ def test_training_stops_when_the_validation_loss_stops_improving():
         def read(step, stack):
             if (step + 1) % run.every == 0:
                 with torch.no_grad():
-                    losses.append(float(loss_per_model("hinge", predict(stack.members[0], val.P), val.z)))
-                snaps.append(copy.deepcopy(stack.members[0]))
+                    losses.append(float(loss_per_model("hinge", predict(member_model(stack, 0), val.P), val.z)))
+                snaps.append(member_model(stack, 0))  # a copy of slot 0 (a StackedDeepModel's member)
 
         train(T.run_members(run, feat, cfg, (seed,)), T.budget(run, rec["stopped_at"]), progress=False, callback=read)
         assert losses == pytest.approx(rec["loss"], abs=1e-6)

@@ -48,7 +48,8 @@ from ..data import all_tasks, make_patterns, test_prompts, training_tasks
 from ..data.regression import OUTLIER_KINDS, least_squares_clean, regression_prompts, squared_error
 from ..evaluate import predict, zero_one_error
 from ..seeding import STAGES, numpy_streams, substage, torch_generator
-from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, train
+from ..models.deep_stack import StackedDeepModel
+from ..train import EarlyStopping, Member, MemberStack, SampledData, SyntheticData, member_model, train
 from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 from ..recipes.presets import APP14_KINDS, App14Spec
 
@@ -176,7 +177,8 @@ def _trained(members: list, cfg: TrainConfig, stage: str, device, progress: bool
     With ``stop`` (``stop=`` and ``validate=`` of :func:`mambaicl.train.train`): ``(models, per-member records)``."""
     trained = train(members, cfg, stage=stage, device=resolve_device(device), progress=progress, **stop)
     model = trained.model(0)
-    models = list(model.members) if isinstance(model, MemberStack) else model
+    deep = isinstance(model, (MemberStack, StackedDeepModel))
+    models = [member_model(model, k) for k in range(len(members))] if deep else model
     return (models, [trained.stopping(i) for i in range(len(members))]) if stop else models
 
 

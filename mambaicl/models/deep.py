@@ -18,14 +18,17 @@ Kinds (:func:`build_deep`, reached through :func:`mambaicl.models.build_model` w
 
 * ``"mamba"``: the paper's selective-scan layer (Eq. 1 with ``A = -I``, per-channel
   ``Delta_j = softplus(w_j^T u)``), one per head, run in a closed form of :mod:`mambaicl.models.scan`
-  (App. 11.1): linear attention times a gate, by default with the gate factorised into per-token
-  terms (``scan="factored"``); ``scan="chunked"`` never exponentiates a positive number and
-  ``scan="quadratic"`` materialises the full gate (what the probe reads).
+  (App. 11.1): linear attention times a gate. By default (``scan="factored"``) a CPU runs the compiled
+  kernel :func:`mambaicl.models.scan_kernel.selective_scan_heads_fused` and any other device (or a CPU under
+  :func:`mambaicl.device.plain_kernels`) the closed form with the gate factorised into per-token terms; the
+  choice is :func:`mambaicl.device.use_compiled`'s. ``scan="chunked"`` never exponentiates a positive number
+  and ``scan="quadratic"`` materialises the full gate (what the probe reads); both run as chosen.
 * ``"linear"``: the same layer with ``G = 1`` (causal linear attention, Section 3.4).
 * ``"softmax"``: causal softmax attention, ``softmax_s(u_s^T W_B^T W_C u_t / sqrt(m))``.
 * ``"mamba1"``: standard Mamba-1 blocks (:class:`mambaicl.models.mamba1.Mamba1Block`).
 
-Every layer is residual and (by default) pre-norm: ``x <- x + mixer(RMSNorm(x))``; ``norm="none"``
+Every layer is residual and (by default) pre-norm: ``x <- x + mixer(RMSNorm(x))`` (on a CPU the norm is
+:func:`mambaicl.models.scan_kernel.rms_norm_fused`, its plain expression elsewhere); ``norm="none"``
 drops the RMSNorm, ``norm="after_first"`` drops it in the first layer only. Values are the tokens
 themselves (``u_s``), as in Eq. (1) and (3); the heads are combined by ``W_O``.
 
@@ -43,11 +46,13 @@ import torch
 from torch import nn
 
 from ..config import DEEP_KINDS, ConfigError, check_choice, check_int
+from ..device import use_compiled
 from .defaults import DEEP_DEFAULTS, check_delta
 from .gated_attention import check_prompt, gate_from_logits
 from .kernels import causal_mask, causal_scores, heads_keys_queries, row_softmax
 from .mamba1 import MAMBA1_SCANS, Mamba1Block
 from .scan import selective_scan_heads, selective_scan_heads_chunked, selective_scan_heads_factored
+from .scan_kernel import rms_norm_fused, selective_scan_heads_fused
 from .shapes import tokens
 
 __all__ = [
@@ -62,6 +67,8 @@ __all__ = [
 ]
 
 KINDS = DEEP_KINDS
+#: the dtypes the compiled CPU kernels (:mod:`mambaicl.models.scan_kernel`) read and write; others run the plain forms
+COMPILED_DTYPES = (torch.float32, torch.float64)
 #: where a stack normalises: every layer, no layer, every layer but the first
 NORMS = ("rms", "none", "after_first")
 
@@ -75,6 +82,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if use_compiled(x.device) and x.dtype in COMPILED_DTYPES:  # one compiled pass each way (rms_norm_fused)
+            return rms_norm_fused(x, self.weight, self.eps)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -134,10 +143,19 @@ class PaperMambaMixer(_HeadsMixer):
         self.W = nn.Parameter(_normal((n_heads, d_model, d_model), d_model ** -0.5, generator))  # (H, D, D)
 
     def forward(self, u: torch.Tensor, probe: bool = False):
-        out = self.combine(PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W))  # (batch, L, D)
+        out = self.combine(self.run_scan(u))  # (batch, L, D)
         if not probe:
             return out
         return out, {"attention": self.scores(u), "gate": self.query_gate(u)}
+
+    def run_scan(self, u: torch.Tensor) -> torch.Tensor:
+        """Eq. (1) of every head, ``(batch, H, L, D)``: the compiled kernel
+        (:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused`) for the default ``scan="factored"`` where
+        :func:`mambaicl.device.use_compiled` says so (a CPU), else the plain closed form ``PAPER_SCANS[scan]``
+        (a GPU, :func:`mambaicl.device.plain_kernels`, or an explicitly chosen ``"chunked"`` / ``"quadratic"``)."""
+        if self.scan == "factored" and use_compiled(u.device) and u.dtype in COMPILED_DTYPES:
+            return selective_scan_heads_fused(u, self.W_B, self.W_C, self.W)
+        return PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W)
 
     def scores(self, u: torch.Tensor) -> torch.Tensor:
         """``u_s^T W_B^T W_C u_t`` of every head, zero for ``s > t``, ``(batch, H, L(t), L(s))``."""

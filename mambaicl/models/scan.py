@@ -19,6 +19,9 @@ stacks) and :func:`selective_scan_heads_chunked` (what the factored form falls b
 gates saturate) never exponentiates a positive number. With one head, :func:`selective_scan_heads`
 is :func:`mambaicl.models.recurrence.selective_scan_closed_form`; all three are tested against the
 literal recurrence :func:`mambaicl.models.recurrence.selective_scan` (``tests/reference_kernels.py``).
+These are the plain twins (autograd, any device) of the compiled CPU kernel
+:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused`, which the deep stacks run on a CPU
+(``tests/test_deep_fused.py`` compares them).
 """
 from __future__ import annotations
 

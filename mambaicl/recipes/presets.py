@@ -31,7 +31,7 @@ from ..seeding import torch_generator
 from .base import Preset
 
 __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "FIG2_PRESETS", "ETA_GRIDS", "DEFAULT_SEEDS", "CLAIM_GROUPS", "patterns",
-           "log_steps", "MechanismPreset", "ONE_LAYER_MECHANISM", "FIG3", "FIG3_NONE", "MAMBA1", "MECHANISM_PRESETS",
+           "log_steps", "MechanismPreset", "ONE_LAYER_MECHANISM", "FIG3", "FIG3_NONE", "FIG3_TINY", "MAMBA1", "MECHANISM_PRESETS",
            "MECHANISM_SEEDS", "DYNAMICS_SEEDS", "DYNAMICS_KINDS", "DynamicsPreset", "Setting", "sweep_settings",
            "DYNAMICS", "DYNAMICS_TINY", "APP14_KINDS", "App14Spec"]
 
@@ -176,7 +176,12 @@ MAMBA1 = MechanismPreset(name="mamba1", model=DeepConfig(kind="mamba1", n_layers
                          n_group=256, group_sums=False, record_steps=(600,), n_sums=64, lrs=(3e-3, 1e-3, 3e-4),
                          n_search=2, search_steps=60, val_every=25, patience=3, n_val=128, n_norms=128,
                          searched_lr=3e-3)
-MECHANISM_PRESETS = {p.name: p for p in (ONE_LAYER_MECHANISM, FIG3, FIG3_NONE, MAMBA1)}
+#: "tiny": FIG3's model and training, stopped early within seconds (validation every 5 updates, patience 2, at most 100
+#: updates, no search), few test prompts: the smoke test of both kernel paths (tests/test_deep_fused.py); not a result
+FIG3_TINY = dataclasses.replace(FIG3, name="tiny", train=dataclasses.replace(FIG3.train, steps=100), n_test=64,
+                                n_sums=32, n_group=32, n_placement=0, n_val=64, val_every=5, patience=2, n_norms=32,
+                                lrs=(), searched_lr=0.0)
+MECHANISM_PRESETS = {p.name: p for p in (ONE_LAYER_MECHANISM, FIG3, FIG3_NONE, MAMBA1, FIG3_TINY)}
 # Ten seeds (issue 17); the step sizes above were searched on the two seeds after them, 10 and 11.
 MECHANISM_SEEDS = tuple(range(10))
 

@@ -30,7 +30,7 @@ from ..data.poisoning import SST2Source, sst2_prompts
 from .stepsize import search_seeds, step_size_search
 from ..evaluate import predict, zero_one_error
 from ..seeding import STAGES, numpy_stream
-from ..train import EarlyStopping, Member, loss_per_model, members, train
+from ..train import EarlyStopping, Member, loss_per_model, member_model, members, train
 from ..config import ConfigError, TrainConfig
 from .base import resolve_device, resolve_seeds
 from .validation import sst2_validation_prompts
@@ -101,7 +101,7 @@ def validation_curve(run, feat, cfg, reported, *, lrs=(1e-3, 3e-3, 1e-2), steps:
             for i in range(len(trained.members)):
                 g, k = trained.locate(i)
                 with torch.no_grad():
-                    F = predict(g.model.members[k], val.P.to(dev)).cpu()
+                    F = predict(member_model(g.model, k), val.P.to(dev)).cpu()
                 losses.append(float(loss_per_model(run.loss, F, val.z)))
                 acc[i] = 100 * (1 - zero_one_error(F, val.z))
             return losses
