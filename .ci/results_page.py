@@ -29,8 +29,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from mambaicl.analysis import results  # noqa: E402
 from mambaicl.analysis.claims import (CLAIMS, VERDICTS, outcome_of, part_outcome, seeds_needed, tail_text,  # noqa: E402
                                      verdict_of)
+from mambaicl.checks import ConfigError  # noqa: E402
 
 SOURCE = ROOT / "book" / "results.yml"
 PAGE = ROOT / "book" / "results.md"
@@ -58,17 +60,11 @@ def glued(notebook: Path) -> dict[str, str]:
     return out
 
 
-def rows() -> list[dict]:
-    """One dict per row of results.yml: the registry's declaration, the chapter's measurement, the verdict."""
-    spec = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
-    keys = [r["key"] for r in spec["rows"]]
-    if sorted(keys) != sorted(CLAIMS):
-        raise SystemExit(f"results.yml and the registry differ: only in results.yml {sorted(set(keys) - set(CLAIMS))}, "
-                         f"only in the registry {sorted(set(CLAIMS) - set(keys))}")
+def glued_values() -> dict[str, dict]:
+    """``{key: {"ours", "verdict", "measured"}}`` of every claim, read from its chapter's stored glue outputs."""
     cache: dict[str, dict] = {}
-    out = []
-    for row in spec["rows"]:
-        claim = CLAIMS[row["key"]]
+    out = {}
+    for key, claim in CLAIMS.items():
         chapter = claim.chapter
         if chapter not in cache:
             path = ROOT / "book" / f"{chapter}.ipynb"
@@ -81,36 +77,23 @@ def rows() -> list[dict]:
         missing = [k for k in want if k not in values]
         if missing:
             raise SystemExit(f"{chapter} glues no {', '.join(missing)} (claim {claim.key})")
-        measured = with_outcomes(claim.criterion_json(), json.loads(values[f"res_{name}_measured"]))
-        r = {"key": claim.key, "chapter": chapter, "item": claim.item,
-             "paper": {"quote": claim.quote, "section": claim.section, "number": row.get("paper", "")},
-             "quantity": claim.quantity, "tasks": claim.tasks, "test": claim.test,
-             "criterion": claim.criterion_json(), "measured": measured, "ours": values[f"res_{name}_ours"]}
-        r["outcome"] = outcome_of(r["criterion"], measured)
-        r["verdict"] = verdict_of(r)
-        if values[f"res_{name}_verdict"] != r["verdict"]:
-            raise SystemExit(f"{chapter}: glued verdict {values[f'res_{name}_verdict']!r} for {claim.key}, but the "
-                             f"registry computes {r['verdict']!r} from the glued measurement: re-execute the chapter")
-        out.append(r)
+        out[key] = {k: values[f"res_{name}_{k}"] for k in ("ours", "verdict", "measured")}
     return out
 
 
-def _parts(criterion: dict, measured: dict) -> list:
-    if criterion["kind"] == "diagnostic":
-        return []
-    return list(zip(criterion["all"], measured["all"])) if criterion["kind"] == "all" else [(criterion, measured)]
+def rows() -> list[dict]:
+    """One dict per row of results.yml: the registry's declaration, the chapter's measurement, the verdict
+    (:func:`mambaicl.analysis.results.rows`, the function ``python -m mambaicl judge`` calls too)."""
+    try:
+        spec = results.spec_rows(SOURCE)
+        return results.rows(glued_values(), spec, where="the chapters' glued outputs")
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
 
 
-def with_outcomes(criterion: dict, measured: dict) -> dict:
-    """``measured`` with each part's ``holds`` (true / false / null) recomputed from the criterion; a stored one that
-    differs is an error (the chapter ran an older rule: re-execute it)."""
-    measured = json.loads(json.dumps(measured))
-    for p, m in _parts(criterion, measured):
-        h = part_outcome(p, m)
-        if "holds" in m and m["holds"] != h:
-            raise SystemExit(f"part {p['text']!r}: stored holds={m['holds']} but the rule gives {h}: re-execute")
-        m["holds"] = h
-    return measured
+_parts = results._parts
+with_outcomes = results.with_outcomes
+as_json = results.as_json
 
 
 def check_json(rows: list) -> list:
@@ -134,11 +117,6 @@ def check_json(rows: list) -> list:
         if r.get("verdict") != verdict_of(r):
             bad.append(f"{r['key']}: verdict {r.get('verdict')!r}, the rule gives {verdict_of(r)!r}")
     return bad
-
-
-def as_json(rs: list[dict]) -> str:
-    keep = ("key", "chapter", "item", "paper", "quantity", "tasks", "test", "criterion", "measured", "outcome", "verdict")
-    return json.dumps([{k: r[k] for k in keep} for r in rs], indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def _cell(text: str) -> str:

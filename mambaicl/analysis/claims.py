@@ -46,14 +46,17 @@ the median and interquartile range beside the mean.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Optional
 
+from ..checks import ConfigError
 from .theory import EARLY_FACTORS, FACTORS, LEMMA_PREDICTED
 from .verdicts import (ACCURACY_MARGIN, EXPONENT_MARGIN, FIG2_EPSILON, KINDS, M1_PAPER, RATIO_MARGIN,  # noqa: F401
                        VERDICTS, Claim, Criterion, Failing, Judgement, Measured, above, all_of, below, boundary_margins,
                        diagnostic, identity, outcome_of, part_holds, part_outcome, part_wrong_side, seeds_needed,
                        tail_text, verdict_from_outcomes, verdict_of, within)
 
-__all__ = ["VERDICTS", "KINDS", "Criterion", "Measured", "Failing", "Claim", "Judgement", "CLAIMS", "verdict_of",
+__all__ = ["ClaimParts", "judge_all", "ours_text", "OUTCOME", "VERDICTS", "KINDS", "Criterion", "Measured", "Failing", "Claim", "Judgement", "CLAIMS", "verdict_of",
            "outcome_of", "part_outcome", "part_holds", "part_wrong_side", "verdict_from_outcomes", "seeds_needed",
            "tail_text", "boundary_margins", "below", "above", "within", "identity", "diagnostic", "all_of",
            "FIG2_EPSILON", "EXPONENT_MARGIN", "RATIO_MARGIN", "ACCURACY_MARGIN"]
@@ -432,3 +435,48 @@ if len(CLAIMS) != len(_ROWS):
 
 from .claims_open import OPEN_CLAIMS as _OPEN  # noqa: E402  (Chapter 8: issue 31 rows, declared in claims_open)
 CLAIMS.update(_OPEN)
+
+
+# ------------------------------------------------------------------------------------------ parts -> verdicts
+
+#: in :attr:`ClaimParts.ours`, replaced by what the criterion gave (:attr:`Judgement.outcome`) once judged, for a
+#: row whose "ours" text reports its own outcome (the claims of ours, Chapter 8)
+OUTCOME = "{outcome}"
+
+
+@dataclass(frozen=True)
+class ClaimParts:
+    """A claim's measurement as an experiment's result hands it to the registry (``Result.claims()``): exactly
+    the keyword inputs of :meth:`Claim.judge` and ``ours``, the text of the results row's "ours" column.
+
+    ``ours`` may contain :data:`OUTCOME`, filled in with the judgement's outcome (:func:`ours_text`).
+    """
+
+    ours: str
+    per_seed: object = None
+    parts: object = None
+    n_prompts: Optional[int] = None
+    value: object = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ours, str):
+            raise ConfigError(f"ours must be a str (the results row's text); got {type(self.ours).__name__}")
+
+
+def judge_all(parts: dict) -> dict:
+    """``{key: Judgement}``: each claim of ``parts`` (``{key: ClaimParts}``, e.g. ``result.claims()``) judged by
+    its registry row (:meth:`Claim.judge`), in the order given. An unknown key is a :class:`ConfigError`."""
+    unknown = [k for k in parts if k not in CLAIMS]
+    if unknown:
+        raise ConfigError(f"claims {', '.join(map(repr, unknown))} are not in the registry (mambaicl.analysis.claims)")
+    out = {}
+    for key, p in parts.items():
+        if not isinstance(p, ClaimParts):
+            raise ConfigError(f"claims()[{key!r}] must be a ClaimParts; got {type(p).__name__}")
+        out[key] = CLAIMS[key].judge(p.per_seed, parts=p.parts, n_prompts=p.n_prompts, value=p.value)
+    return out
+
+
+def ours_text(parts: ClaimParts, judgement: Judgement) -> str:
+    """The row's "ours" text: ``parts.ours`` with :data:`OUTCOME` replaced by the judgement's outcome."""
+    return parts.ours.replace(OUTCOME, judgement.outcome) if OUTCOME in parts.ours else parts.ours
