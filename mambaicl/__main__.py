@@ -128,9 +128,14 @@ def _reproduce_all(args) -> int:
     calls = [(r, *book_call(r, args.preset)) for r in BOOK_RUNS]  # every preset checked before any run
     out.mkdir(parents=True, exist_ok=True)
     results, start = {}, time.time()
-    for i, (run, mod, preset, seeds) in enumerate(calls, 1):
-        print(f"[{i}/{len(calls)}] {run.label}: preset {preset.name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
-        res = mod.run(preset, seeds=seeds, device=args.device, progress=not args.quiet)
+    for i, (run, fn, fargs, kwargs) in enumerate(calls, 1):
+        if run.function is None:  # an experiment's run: its preset and seeds, a progress bar
+            seeds = kwargs["seeds"]
+            print(f"[{i}/{len(calls)}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
+            kwargs = {**kwargs, "device": args.device, "progress": not args.quiet}
+        else:
+            print(f"[{i}/{len(calls)}] {run.label}: a measurement", flush=True)
+        res = fn(*fargs, **kwargs)
         folder = out / run.label.replace(":", "-")
         folder.mkdir(exist_ok=True)
         buf = io.BytesIO()

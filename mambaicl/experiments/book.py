@@ -34,34 +34,48 @@ class BookRun:
     ``DEFAULT_SEEDS``; ``label`` names it (the experiment's name, or ``name:preset``). A run that reuses another's
     trained models (``reuse``: that run's label) is stored under a key that names it instead of its ``repr``."""
 
-    def key_kwargs(self, seeds) -> dict:
+    def key_kwargs(self, kwargs: dict) -> dict:
         """The keyword arguments of its store key (:func:`~mambaicl.experiments.store.store_key`)."""
-        return {"seeds": seeds, **({"reuse": f"book run {self.reuse}"} if self.reuse else {})}
+        return {**kwargs, **({"reuse": f"book run {self.reuse}"} if self.reuse else {})}
 
     experiment: str
     preset: Optional[str] = None
     reuse: Optional[str] = None  # the label of the book run whose result this one may reuse (``run(..., reuse=)``)
+    function: Optional[str] = None  # a measurement of the module called with no arguments instead of ``run``
 
     @property
     def label(self) -> str:
+        if self.function is not None:
+            return f"{self.experiment}.{self.function}"
         return self.experiment if self.preset is None else f"{self.experiment}:{self.preset}"
 
 
-#: every run a chapter makes through the store, in the book's order (Chapter 8 first: migrated so far)
+#: every run a chapter makes through the store, in the book's order
 BOOK_RUNS = (
+    BookRun("mechanism", "one_layer"), BookRun("mechanism", "mamba1"), BookRun("mechanism"),
+    BookRun("mechanism", "fig3_none"), BookRun("timing", function="mamba1_speed"), BookRun("sst2"),
+    BookRun("boundary"), BookRun("gates"), BookRun("multiclass"), BookRun("regression"),
     BookRun("seed_tail"), BookRun("context_examples"), BookRun("kappa_lower_bound"), BookRun("batch_size"),
     BookRun("rmsnorm_causal"), BookRun("deep_gate_training"), BookRun("app14_gates"),
 )
 
 
+#: claims measured by several runs together: (the runs' labels, module, function of their results in that order)
+JOINT_CLAIMS = (
+    (("mechanism:one_layer", "mechanism", "mechanism:fig3_none", "mechanism:mamba1"), "mechanism", "chapter_claims"),
+)
+
+
 def book_call(run: BookRun, preset: Optional[str] = None) -> tuple:
-    """``(module, preset object, seeds)`` of ``run`` (``preset``: another preset of the experiment, e.g. ``tiny``,
-    where it has one)."""
+    """``(fn, args, kwargs)`` of ``run``'s call (``preset``: another preset of the experiment, e.g. ``tiny``, where
+    it has one): ``(module.run, (preset,), {"seeds": DEFAULT_SEEDS})`` or a measurement ``(fn, (), {})``."""
     mod = experiment(run.experiment)
+    if run.function is not None:
+        return getattr(mod, run.function), (), {}
     name = preset if preset is not None and preset in mod.PRESETS else run.preset or mod.DEFAULT_PRESET
     if name not in mod.PRESETS:
         raise ConfigError(f"unknown preset {name!r} for {run.experiment}; known presets: {', '.join(sorted(mod.PRESETS))}")
-    return mod, mod.PRESETS[name], tuple(mod.DEFAULT_SEEDS)
+    return mod.run, (mod.PRESETS[name],), {"seeds": tuple(mod.DEFAULT_SEEDS)}
 
 
 def book_run(name: str, preset: Optional[str] = None) -> BookRun:
@@ -80,13 +94,14 @@ def book_result(name: str, preset: Optional[str] = None, *, progress: bool = Fal
     calls, the key ``judge`` reads back. ``reuse``: the result (or models) of the run :attr:`BookRun.reuse` names,
     handed to ``run`` to skip training it again."""
     run = book_run(name, preset)
-    mod, p, seeds = book_call(run)
+    fn, args, kwargs = book_call(run)
+    if run.function is None:
+        kwargs["progress"] = progress
     if reuse is None:
-        return stored(mod.run, p, seeds=seeds, progress=progress, cache_dir=cache_dir)
+        return stored(fn, *args, cache_dir=cache_dir, **kwargs)
     if run.reuse is None:
         raise ConfigError(f"{run.label} reuses no other run (BOOK_RUNS declares none)")
-    return stored(mod.run, p, seeds=seeds, progress=progress, cache_dir=cache_dir, reuse=reuse,
-                  key_as={"reuse": run.key_kwargs(seeds)["reuse"]})
+    return stored(fn, *args, cache_dir=cache_dir, reuse=reuse, key_as={"reuse": f"book run {run.reuse}"}, **kwargs)
 
 
 def _load(file: Path):
@@ -112,8 +127,8 @@ def read_results(store) -> dict:
         if (folder / "result.pt").is_file():
             out[run.label] = _load(folder / "result.pt")
             continue
-        mod, p, seeds = book_call(run)
-        file = store / _file(mod.run, (p,), run.key_kwargs(seeds), None).name
+        fn, args, kwargs = book_call(run)
+        file = store / _file(fn, args, run.key_kwargs(kwargs), None).name
         if file.is_file():
             out[run.label] = _load(file)
         else:
@@ -130,13 +145,20 @@ def read_results(store) -> dict:
 def claims_of(results: dict) -> dict:
     """``{claim key: ClaimParts}`` of every result (a claim measured twice is an error)."""
     out = {}
+
+    def add(label, claims):
+        for key, parts in claims.items():
+            if key in out:
+                raise ConfigError(f"claim {key} is measured twice ({label} and another run)")
+            out[key] = parts
+
     for label, res in results.items():
         if not hasattr(res, "claims"):
             raise ConfigError(f"{label}: its result ({type(res).__name__}) measures no claims (no claims() method)")
-        for key, parts in res.claims().items():
-            if key in out:
-                raise ConfigError(f"claim {key} is measured by two runs ({label} and another)")
-            out[key] = parts
+        add(label, res.claims())
+    for labels, module, function in JOINT_CLAIMS:
+        if all(lab in results for lab in labels):
+            add(" + ".join(labels), getattr(experiment(module), function)(*(results[lab] for lab in labels)))
     return out
 
 
