@@ -4,7 +4,7 @@
 cache Chapter 6 and ``reproduce sst2`` read (every sentence and poisoned twin of every regime of the
 preset), with a progress bar; a warm cache makes it a no-op.
 
-``python -m mambaicl judge [--store DIR] [--out FILE]`` reads the stored result of every run of the book (the
+``python -m mambaicl judge [--store DIR] [--out FILE] [--measured-only]`` reads the stored result of every run of the book (the
 result store the chapters fill, default ``$MAMBAICL_CACHE_DIR/results`` or ``~/.cache/mambaicl/results``, or a
 folder written by ``reproduce --all --out``), judges every claim they measure (``Result.claims()``) and writes
 ``results.json`` (default: standard output), the rows the results page shows, without Jupyter.
@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     jud = sub.add_parser("judge", help="judge every claim from the stored results and write results.json")
     jud.add_argument("--store", help="result store or reproduce --all folder (default: the book's result store)")
     jud.add_argument("--out", help="results.json to write (default: standard output)")
+    jud.add_argument("--measured-only", action="store_true", help="write the rows the stored runs measure (a "
+                     "smoke-test folder, or while some chapters still judge their rows themselves), not every row")
     emb = sub.add_parser("embed-sst2", help="fill the SST-2 embedding cache of Chapter 6 (progress bar)")
     emb.add_argument("--path", help="GLUE SST-2 folder (default: $MAMBAICL_SST2_DIR, else the Hugging Face hub)")
     emb.add_argument("--cache-dir", help="cache folder (default: $MAMBAICL_CACHE_DIR, else ~/.cache/mambaicl)")
@@ -101,7 +103,10 @@ def _judge(args) -> int:
     from .experiments.book import judge_results, read_results
     from .io import atomic_write_bytes
 
-    text = judge_results(read_results(args.store))
+    skipped = [] if args.measured_only else None
+    text = judge_results(read_results(args.store), only_measured=args.measured_only, skipped=skipped)
+    for label, why in skipped or ():
+        print(f"{label}: its rows are not measured ({why})", file=sys.stderr)
     if args.out:
         atomic_write_bytes(args.out, text.encode("utf-8"))
     else:
@@ -143,7 +148,11 @@ def _reproduce_all(args) -> int:
         atomic_write_bytes(folder / "result.pt", buf.getvalue())
         atomic_write_bytes(folder / "results.json", json_text(res.to_dict()).encode("utf-8"))
         results[run.label] = res
-    atomic_write_bytes(out / "results.json", judge_results(results).encode("utf-8"))
+    skipped = None if args.preset is None else []  # a smoke-test preset: the rows it can measure
+    text = judge_results(results, only_measured=skipped is not None, skipped=skipped)
+    atomic_write_bytes(out / "results.json", text.encode("utf-8"))
+    for label, why in skipped or ():
+        print(f"{label}: its rows are not measured on preset {args.preset!r} ({why})", flush=True)
     print(f"wrote {out / 'results.json'} ({len(calls)} runs) in {time.time() - start:.0f} s", flush=True)
     return 0
 

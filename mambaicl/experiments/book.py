@@ -142,11 +142,21 @@ def read_results(store) -> dict:
     return out
 
 
-def claims_of(results: dict) -> dict:
-    """``{claim key: ClaimParts}`` of every result (a claim measured twice is an error)."""
+def claims_of(results: dict, skipped: Optional[list] = None) -> dict:
+    """``{claim key: ClaimParts}`` of every result (a claim measured twice is an error).
+
+    ``skipped``: a list to collect ``(label, reason)`` of the results whose claims cannot be measured (a smoke-test
+    preset without the alphas or seeds a row reads) instead of failing; ``None`` (the book's runs): fail."""
     out = {}
 
-    def add(label, claims):
+    def add(label, make):
+        try:
+            claims = make()
+        except (ConfigError, KeyError, ValueError, IndexError, ZeroDivisionError) as exc:
+            if skipped is None:
+                raise
+            skipped.append((label, f"{type(exc).__name__}: {exc}"))
+            return
         for key, parts in claims.items():
             if key in out:
                 raise ConfigError(f"claim {key} is measured twice ({label} and another run)")
@@ -155,21 +165,23 @@ def claims_of(results: dict) -> dict:
     for label, res in results.items():
         if not hasattr(res, "claims"):
             raise ConfigError(f"{label}: its result ({type(res).__name__}) measures no claims (no claims() method)")
-        add(label, res.claims())
+        add(label, res.claims)
     for labels, module, function in JOINT_CLAIMS:
         if all(lab in results for lab in labels):
-            add(" + ".join(labels), getattr(experiment(module), function)(*(results[lab] for lab in labels)))
+            fn = getattr(experiment(module), function)
+            add(" + ".join(labels), lambda: fn(*(results[lab] for lab in labels)))
     return out
 
 
-def judge_results(results: dict, *, only_measured: bool = False) -> str:
+def judge_results(results: dict, *, only_measured: bool = False, skipped: Optional[list] = None) -> str:
     """``results.json`` of ``results`` (``{label: result}``): every claim judged
     (:func:`~mambaicl.analysis.claims.judge_all`), the rows built as the results page builds them
-    (:func:`mambaicl.analysis.results.rows`). ``only_measured``: the rows these results measure, not every row."""
+    (:func:`mambaicl.analysis.results.rows`). ``only_measured``: the rows these results measure, not every row
+    (``skipped``: see :func:`claims_of`)."""
     from ..analysis.claims import judge_all, ours_text
     from ..analysis.results import as_json, row_values, rows
 
-    parts = claims_of(results)
+    parts = claims_of(results, skipped)
     judged = judge_all(parts)
     values = {k: row_values(j, ours_text(parts[k], j)) for k, j in judged.items()}
     return as_json(rows(values, where="the stored results", only=set(values) if only_measured else None))
