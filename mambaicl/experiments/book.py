@@ -13,8 +13,7 @@ chapter calls ``glue_claims(book_result(NAME))``.
 """
 from __future__ import annotations
 
-import io
-import os
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -52,6 +51,8 @@ class BookRun:
 
 #: every run a chapter makes through the store, in the book's order
 BOOK_RUNS = (
+    BookRun("identities", function="eq3_closed_form"), BookRun("identities", function="lemma4_gradient"),
+    BookRun("identities", function="definitions"),
     BookRun("mechanism", "one_layer"), BookRun("mechanism", "mamba1"), BookRun("mechanism"),
     BookRun("mechanism", "fig3_none"), BookRun("timing", function="mamba1_speed"), BookRun("sst2"),
     BookRun("boundary"), BookRun("gates"), BookRun("multiclass"), BookRun("regression"),
@@ -69,9 +70,9 @@ JOINT_CLAIMS = (
 def book_call(run: BookRun, preset: Optional[str] = None) -> tuple:
     """``(fn, args, kwargs)`` of ``run``'s call (``preset``: another preset of the experiment, e.g. ``tiny``, where
     it has one): ``(module.run, (preset,), {"seeds": DEFAULT_SEEDS})`` or a measurement ``(fn, (), {})``."""
+    if run.function is not None:  # a measurement: a function of an experiment module or of identities
+        return getattr(importlib.import_module(f"{__package__}.{run.experiment}"), run.function), (), {}
     mod = experiment(run.experiment)
-    if run.function is not None:
-        return getattr(mod, run.function), (), {}
     name = preset if preset is not None and preset in mod.PRESETS else run.preset or mod.DEFAULT_PRESET
     if name not in mod.PRESETS:
         raise ConfigError(f"unknown preset {name!r} for {run.experiment}; known presets: {', '.join(sorted(mod.PRESETS))}")
