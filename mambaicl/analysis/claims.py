@@ -3,10 +3,12 @@
 Each :class:`Claim` holds the paper's statement (quoted, with its section), the quantity the book
 measures, the task set and preset it is measured on, the statistical test, and a
 :class:`Criterion` whose threshold or predicted value comes from the paper's text, never from our
-measurement. A chapter computes the measurement (per-seed values) and hands it to the registry,
-``CLAIMS[key].judge(per_seed=[...])`` or, for a claim of several parts,
-``CLAIMS[key].judge(parts=[[...], [...]])``; the verdict is computed here and the chapter glues it
-with :meth:`Judgement.glue`. No chapter writes or chooses a verdict.
+measurement. An experiment's result says which claims it measures and how (``Result.claims()``: claim key →
+:class:`ClaimParts`, the keyword inputs of :meth:`Claim.judge` and the row's "ours" text, computed from the
+stored measurements); :func:`judge_all` judges them here, and a chapter glues what came back
+(:func:`mambaicl.notebook.glue_claims`), as ``python -m mambaicl judge`` does from the result store
+(:mod:`mambaicl.experiments.book`). No chapter writes or chooses a verdict. (Chapters 3 and 4 still hand
+their per-seed values to ``CLAIMS[key].judge(...)`` and glue with :meth:`Judgement.glue`; issue 39.)
 
 **The statistical rule** (the only one in the book, :mod:`mambaicl.analysis.stats`): every measured
 quantity is summarised by its two-sided 95 % interval from Student's t with ``seeds - 1`` degrees of
