@@ -224,6 +224,42 @@ _ROWS = [
           "per seed, merged minus the paper's parametrisation, error at α = 0 (worst rule)", "all 30 tasks, FIG2 preset",
           _T, below(0, "the merged product errs less than the paper's parametrisation at α = 0 under every rule"),
           beyond=True),
+    Claim("fig2-mamba-complete", "ch04_robustness",
+          "Fig. 2 (§4.1): one-layer Mamba trained on a complete Condition-1 set (every two patterns meet): on T18 "
+          "and on all 30 tasks",
+          "the classification error of Mamba is smaller than 0.01 even when α is close to 0.8",
+          "§4.1, Figure 2; App. 9 Condition 1",
+          "all-task test error at α = 0.8, per seed, under each rule",
+          "all 30 test tasks of 𝒯; trained on T18 (18 tasks, every two patterns meet) and on all 30 tasks; "
+          "FIG2 settings and step sizes, fig2_complete preset", _T_PARTS,
+          all_of("error at α = 0.8 below 0.01 under each rule, on each complete training set",
+                 below(0.01, "on T18: rule A (flipped)"), below(0.01, "on T18: rule B (targeted)"),
+                 below(0.01, "on T18: rule C (random)"),
+                 below(0.01, "on all 30 tasks: rule A (flipped)"), below(0.01, "on all 30 tasks: rule B (targeted)"),
+                 below(0.01, "on all 30 tasks: rule C (random)")),
+          failing=Failing("a seed whose error at α = 0.8 is at least the paper's 0.01 under that rule")),
+    Claim("fig2-lt-complete", "ch04_robustness",
+          "Fig. 2: one-layer linear Transformer trained on a complete Condition-1 set: on T18 and on all 30 tasks",
+          "the classification error of linear Transformers is large as long as α > 1/2", "§4.1, Figure 2",
+          "per seed: linear Transformer's error minus Mamba's (all tasks), smallest over α > 1/2 and rules; "
+          "its error at α = 0 (worst rule)",
+          "all 30 test tasks; trained on T18 and on all 30 tasks; fig2_complete preset", _T_PARTS,
+          all_of("on each complete training set: above Mamba at every α > 1/2 under every rule (smallest per-seed "
+                 "difference), fine without outliers",
+                 above(0, "on T18: smallest over (rule, α > 1/2) of linear − Mamba"),
+                 below(0.01, "on T18: error at α = 0 below 0.01 (worst rule)"),
+                 above(0, "on all 30 tasks: smallest over (rule, α > 1/2) of linear − Mamba"),
+                 below(0.01, "on all 30 tasks: error at α = 0 below 0.01 (worst rule)")),
+          failing=Failing("a seed on the wrong side of the part's threshold (linear not above Mamba; error ≥ 0.01)")),
+    Claim("fig2-merged-complete", "ch04_robustness",
+          "Fig. 2 with W = W_B^T W_C trained as one matrix, on a complete Condition-1 set: on T18 and on all 30 tasks",
+          "(not in the paper: the paper trains W_B and W_C separately)", "§2 Eq. (3) (our variant), §4.1",
+          "all-task test error at α = 0.8, per seed, worst rule", "all 30 test tasks; trained on T18 and on all 30 "
+          "tasks; fig2_complete preset", _T_PARTS,
+          all_of("the merged product's error at α = 0.8 below 0.01 under every rule, on each complete training set",
+                 below(0.01, "on T18: worst rule's error at α = 0.8"),
+                 below(0.01, "on all 30 tasks: worst rule's error at α = 0.8")), beyond=True,
+          failing=Failing("a seed whose worst-rule error at α = 0.8 is at least 0.01")),
     Claim("breakdown", "ch07_beyond", "Theorems 2(c) and 4(c): where each model breaks down",
           "(c) α < min(1, p_a l_tr/l_ts), and (d) l_ts ≳ (1−α)^-1 log M1 [Mamba]; (c) α ∈ [0, 1/2), "
           "(d) l_ts ≥ max{Θ((1−α)^-1), Θ(α/(0.5−α)²)} log M1 [linear Transformer] — sufficient conditions "
@@ -432,3 +468,27 @@ if len(CLAIMS) != len(_ROWS):
 
 from .claims_open import OPEN_CLAIMS as _OPEN  # noqa: E402  (Chapter 8: issue 31 rows, declared in claims_open)
 CLAIMS.update(_OPEN)
+
+
+# ------------------------------------------------------------------------------------------ ClaimParts
+# (one definition, shared with the branch that adds it: a frozen dataclass of Claim.judge's keyword inputs plus the
+# results row's "ours" text, and judge_all)
+from dataclasses import dataclass as _dataclass  # noqa: E402
+
+
+@_dataclass(frozen=True)
+class ClaimParts:
+    """What an experiment's ``claims()`` hands to the registry for one row: the keyword inputs of
+    :meth:`Claim.judge` (``per_seed``, ``parts``, ``n_prompts``, ``value``) and the row's "ours" text."""
+
+    per_seed: object = None
+    parts: object = None
+    n_prompts: object = None
+    value: object = None
+    ours: str = ""
+
+
+def judge_all(parts: dict) -> dict:
+    """``{key: Judgement}``: each row of ``parts`` (``{key: ClaimParts}``) judged by ``CLAIMS[key]``."""
+    return {key: CLAIMS[key].judge(per_seed=p.per_seed, parts=p.parts, n_prompts=p.n_prompts, value=p.value)
+            for key, p in parts.items()}
