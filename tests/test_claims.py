@@ -180,7 +180,7 @@ def test_claim_counterfactual_mixtures(key):
             states[i] = odd
             j = _judge(claim, states)
             assert j.outcome == want, (key, i, fill, odd)
-        assert [t for t, _ in j.parts_undecided()] == [claim.parts[i].text]
+        assert [t for t, _, _ in j.parts_undecided()] == [claim.parts[i].text]
 
 
 @pytest.mark.parametrize("key", [k for k in JUDGED if CLAIMS[k].criterion.kind == "identity"])

@@ -50,11 +50,12 @@ import math
 from .theory import EARLY_FACTORS, FACTORS, LEMMA_PREDICTED
 from .verdicts import (ACCURACY_MARGIN, EXPONENT_MARGIN, FIG2_EPSILON, KINDS, M1_PAPER, RATIO_MARGIN,  # noqa: F401
                        VERDICTS, Claim, Criterion, Failing, Judgement, Measured, above, all_of, below, boundary_margins,
-                       diagnostic, identity, outcome_of, part_holds, part_outcome, part_wrong_side, seeds_needed,
-                       tail_text, verdict_from_outcomes, verdict_of, within)
+                       diagnostic, identity, outcome_of, part_holds, part_outcome, part_outcomes, part_wrong_side,
+                       row_outcomes, seeds_needed, sign_test_of, tail_text, verdict_from_outcomes, verdict_of, within)
 
 __all__ = ["VERDICTS", "KINDS", "Criterion", "Measured", "Failing", "Claim", "Judgement", "CLAIMS", "verdict_of",
-           "outcome_of", "part_outcome", "part_holds", "part_wrong_side", "verdict_from_outcomes", "seeds_needed",
+           "outcome_of", "part_outcome", "part_outcomes", "row_outcomes", "part_holds", "part_wrong_side",
+           "verdict_from_outcomes", "seeds_needed", "sign_test_of", "ClaimParts", "judge_all",
            "tail_text", "boundary_margins", "below", "above", "within", "identity", "diagnostic", "all_of",
            "FIG2_EPSILON", "EXPONENT_MARGIN", "RATIO_MARGIN", "ACCURACY_MARGIN"]
 
