@@ -253,8 +253,9 @@ def decides_toward(p: dict, m: dict) -> Optional[str]:
 
 def seeds_needed(p: dict, m: dict, family: int = 1) -> Optional[int]:
     """For an undecided part, about how many seeds would decide it at the measured spread, toward
-    :func:`decides_toward`; ``None`` where more seeds cannot decide it (a mean on a decision point, no spread, an
-    even split of a sign test, more than 100,000 seeds).
+    :func:`decides_toward`; ``None`` where more seeds cannot decide it (a mean on a decision point, no spread, a
+    quantity measured once whose interval is a sampling error that seeds do not shrink, an even split of a sign
+    test, more than 100,000 seeds).
 
     Toward *holds*: the fewest seeds whose 95 % t half-width (the interval's half-width read back as a standard
     error) is below the mean's distance to the nearest decision point (:func:`mambaicl.analysis.stats.seeds_to_decide`).
@@ -281,9 +282,9 @@ def seeds_needed(p: dict, m: dict, family: int = 1) -> Optional[int]:
                 return seeds
         return None
     lo, hi, mean = _f(m.get("low")), _f(m.get("high")), _f(m.get("mean"))
-    if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(mean)) or hi <= lo:
-        return None
-    se = (hi - lo) / 2 / (t_quantile(n - 1) if n >= 2 else 1.959963984540054)
+    if n < 2 or not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(mean)) or hi <= lo:
+        return None  # one seed: its interval is a sampling error (one fit, one timing) that more seeds do not shrink
+    se = (hi - lo) / 2 / t_quantile(n - 1)
     a, b = decision_points(p)
     dist = min(abs(mean - x) for x in (a, b) if math.isfinite(x))
     return seeds_to_decide(se, max(n, 1), dist, q=1 - level)
