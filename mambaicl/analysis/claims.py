@@ -14,25 +14,34 @@ freedom, each noise source counted once (each seed draws its own test prompts, s
 already contains them; SST-2's shared test sentences are added once). A quantity measured once with a
 sampling standard error (one PCA fit, one timing) uses the normal 95 % interval.
 
-**Three outcomes per criterion** (:func:`verdicts.part_outcome`), from the interval ``[low, high]``:
+**Three outcomes per criterion** (:func:`verdicts.row_outcomes`), from the interval ``[low, high]``:
 
-``below t``      holds when ``high < t``; fails when ``low > t``; otherwise undecided
-``above t``      holds when ``low > t``; fails when ``high < t``; otherwise undecided
+``below t``      holds when ``high < t``; fails when ``low > t`` (and Holm, below); otherwise undecided
+``above t``      holds when ``low > t``; fails when ``high < t`` (and Holm, below); otherwise undecided
 ``within v ± m`` a predicted value with its margin (declared here, from the paper's words): holds when the
                  interval lies inside ``[v − m, v + m]``, fails when it lies wholly outside, otherwise
                  undecided. ``side="above"`` / ``"below"``: a one-sided bound, rate bound or sufficient
-                 condition of the paper, judged one-sided (only ``v − m``, resp. ``v + m``, decides)
+                 condition of the paper, judged one-sided (only ``v − m``, resp. ``v + m``, decides); a
+                 sufficient count's exponent can fail only on the side its factor's limit fixes (``_sufficient``;
+                 the Θ scaling-law reading is kept in separate ``*-theta`` rows)
+``test="sign"``  a below/above part on per-seed 0/1 indicators (or their paired differences) judged by the
+                 exact sign test (McNemar's exact test) instead of the t interval (:func:`verdicts.sign_test_of`)
 ``identity``     holds when ``|mean| <= threshold`` (a rounding tolerance): ``identity verified``
 ``diagnostic``   no verdict: a breakdown that explains another row
 ``all``          the claim's parts, each judged as above
 
+**Holm before "fails".** A part fails only when, besides its interval lying wholly on the wrong side, its
+one-sided p-value of failing (``p_fail``, stored per part) survives Holm's step-down correction at family level
+2.5 % one-sided across the row's judged parts (``p_holm`` at most 0.025); otherwise it is undecided.
+
 **A claim's verdict from its parts** (a single criterion is one part): all hold → ``reproduced``; all
 fail → ``contradicted``; some hold and some fail → ``partly reproduced``; some fail and none holds →
 ``not reproduced``; none fails but not all hold → ``undecided`` (the results page names the undecided
-parts and how many seeds would decide each at the measured spread). Requiring every part is an
-intersection-union test: each part at 95 % gives the conjunction a level of at most 5 %, so no Holm
-correction is needed. A claim of ours (``beyond=True``) keeps the verdict ``beyond the paper``; its own
-criterion, declared here in advance, and what it gave are recorded as ``outcome``.
+parts, toward which side more seeds would decide each and about how many, and nothing where more seeds
+cannot decide it). Requiring every part to hold is an intersection-union test: each part at 2.5 % one-sided
+gives the conjunction a level of at most 2.5 %, so "holds" needs no correction; "fails" has Holm's. A claim of
+ours (``beyond=True``) keeps the verdict ``beyond the paper``; its own criterion, declared here in advance, and
+what it gave are recorded as ``outcome``.
 
 **Margins, declared once** (:mod:`mambaicl.analysis.verdicts`): :data:`EXPONENT_MARGIN` for every predicted
 exponent, :data:`RATIO_MARGIN` (relative) for a predicted ratio, :data:`ACCURACY_MARGIN` for SST-2's

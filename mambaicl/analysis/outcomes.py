@@ -1,8 +1,12 @@
 """The registry's rule on JSON rows: a criterion and a measurement (dicts, as in ``book/results.json``) -> an outcome.
 
-:func:`part_outcome` decides one part (holds, fails, undecided) from the 95 % interval and the criterion's decision
-points; :func:`outcome_of` / :func:`verdict_of` combine the parts into a verdict; :func:`seeds_needed` says how many
-seeds would decide an undecided part. :mod:`mambaicl.analysis.verdicts` applies the same rule to its
+:func:`row_outcomes` decides every part of a row (holds, fails, undecided): *holds* from each part's own 95 %
+interval (or exact sign test), *fails* only where the interval lies wholly on the wrong side **and** the part's
+one-sided p-value (:func:`p_fail`) survives Holm's step-down at family level 2.5 % across the row's parts;
+:func:`part_outcome` is the same for a family of one. :func:`outcome_of` / :func:`verdict_of` combine the parts
+into a verdict; :func:`decides_toward` and :func:`seeds_needed` say toward which side and with about how many seeds
+an undecided part would be decided (``None`` where more seeds cannot decide it); :func:`annotate` writes all of
+it into the measured JSON. :mod:`mambaicl.analysis.verdicts` applies the same rule to its
 :class:`~mambaicl.analysis.verdicts.Claim` objects, and ``.ci/results_page.py`` re-applies it to
 ``book/results.json`` (both through :mod:`mambaicl.analysis.verdicts`, which re-exports this module).
 """
