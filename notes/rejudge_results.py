@@ -16,7 +16,6 @@ from mambaicl.analysis.outcomes import annotate, outcome_of, verdict_of
 
 #: new row -> (stored row, indices of the stored parts it reads); rows whose parts changed
 SOURCES = {
-    "ch3-theorem3": ("ch3-theorem3", [0, 1, 2, 3, 4, 6]),  # T_M/T_T moved to the Θ row
     "ch3-theorem1-theta": ("ch3-theorem1", None),
     "ch3-theorem3-theta": ("ch3-theorem3", [0, 1, 2, 3, 4, 5]),
     "beta-scaled-theta": ("beta-scaled", None),

@@ -211,9 +211,12 @@ _ROWS = [
           "log-log exponents of the linear Transformer's iterations; exponent of T_M/T_T in l_tr; its final loss",
           "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
           all_of("each exponent on the side the sufficient condition allows (T ≥ T_T: the measured count grows no "
-                 f"faster than T_T in each factor's limit, margin {EXPONENT_MARGIN:g}), and the loss reaches the target",
+                 f"faster than T_T in each factor's limit, margin {EXPONENT_MARGIN:g}), T_M/T_T ∝ l_tr, and the loss "
+                 "reaches the target",
                  _sufficient(-1, "η", "η^-1"), _sufficient(-1, "1−p_a", "(1−p_a)^-1"), _sufficient(-2, "β", "β^-2"),
                  _sufficient(1, "M1", "M1^1"), _sufficient(-1, "l_tr", "l_tr^-1"),
+                 _exponent(1, "T_M/T_T ∝ l_tr^1 (Remark 4's Θ; a ratio of two sufficient counts has no one-sided "
+                              "reading: two-sided)"),
                  below(FIG2_EPSILON, "final training loss (hinge) ≤ ε = 0.01 at the base setting"))),
     Claim("ch3-theorem3-theta", "ch03_training_dynamics",
           "Theorem 3 and Remark 4 read as Θ scaling laws (the paper's Θ; the statement itself is a sufficient "
