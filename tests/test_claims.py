@@ -139,6 +139,10 @@ def _centre(p, state):
 def _values(p, state):
     if p.kind == "identity":
         return p.threshold / 10 if state == "hold" else p.threshold * 10 + 1e-9
+    if p.test == "sign":  # eight paired 0/1 differences: all on one side (exact p = 1/256), or an even split
+        side = 1.0 if p.kind == "above" else -1.0
+        return {"hold": [p.threshold + side] * 8, "fail": [p.threshold - side] * 8,
+                "undecided": [p.threshold + 1.0, p.threshold - 1.0] * 4}[state]
     width = 0.01 * min(max(abs(p.threshold), 1.0), p.margin or math.inf)
     return [_centre(p, state) + width * s for s in (-2, -1, 0, 1, 2)]
 
