@@ -30,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from mambaicl.analysis import results  # noqa: E402
-from mambaicl.analysis.claims import (CLAIMS, VERDICTS, outcome_of, part_outcome, seeds_needed, tail_text,  # noqa: E402
+from mambaicl.analysis.claims import (CLAIMS, VERDICTS, outcome_of, row_outcomes, seeds_needed, tail_text,  # noqa: E402
                                      verdict_of)
 from mambaicl.checks import ConfigError  # noqa: E402
 
@@ -106,10 +106,10 @@ def check_json(rows: list) -> list:
         if c["kind"] == "contains" or any(p.get("kind") == "contains" for p in c.get("all", ())):
             bad.append(f"{r['key']}: a 'contains' criterion (use 'within' with a margin)")
             continue
-        for p, mm in _parts(c, m):
-            if mm.get("holds", "missing") != part_outcome(p, mm):
-                bad.append(f"{r['key']}: part {p['text']!r} holds={mm.get('holds', 'missing')}, the rule gives "
-                           f"{part_outcome(p, mm)}")
+        for (p, mm), h in zip(_parts(c, m), row_outcomes(c, m)):
+            if mm.get("holds", "missing") != h:
+                bad.append(f"{r['key']}: part {p['text']!r} holds={mm.get('holds', 'missing')}, the rule (Holm across "
+                           f"the row's parts) gives {h}")
             if c["kind"] not in ("identity", "diagnostic") and not (isinstance(mm.get("n_seeds"), int) and "values" in mm):
                 bad.append(f"{r['key']}: a judged part without n_seeds and per-seed values")
         if r.get("outcome") != outcome_of(c, m):
@@ -123,21 +123,27 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _decided(mm: dict) -> str:
+    """"more seeds would decide it toward holds/fails: about N at this spread", only where the rule says more seeds
+    can decide it (the part records ``seeds_to_decide`` and ``decides_toward``)."""
+    if not (mm.get("seeds_to_decide") and mm.get("decides_toward")):
+        return ""
+    return f"toward {mm['decides_toward']} with about {mm['seeds_to_decide']:,} seeds at this spread"
+
+
 def criterion_words(r: dict) -> str:
     c, m = r["criterion"], r["measured"]
     text = c["text"]
     if c["kind"] == "all":
-        outs = [(p, mm, part_outcome(p, mm)) for p, mm in _parts(c, m)]
+        outs = [(p, mm, o) for (p, mm), o in zip(_parts(c, m), row_outcomes(c, m))]
         n = len(outs)
         failing = [p["text"] for p, _, o in outs if o is False]
-        undecided = [p["text"] + (f" (decided by about {mm['seeds_to_decide']:,} seeds at this spread)"
-                                  if mm.get("seeds_to_decide") else "") for p, mm, o in outs if o is None]
+        undecided = [p["text"] + (f" ({_decided(mm)})" if _decided(mm) else "") for p, mm, o in outs if o is None]
         text += f" ({sum(o is True for _, _, o in outs)} of {n} parts hold"
         text += (f"; fails: {'; '.join(failing)}" if failing else "") + (
             f"; undecided: {'; '.join(undecided)}" if undecided else "") + ")"
-    elif c["kind"] in ("below", "above", "within") and part_outcome(c, m) is None:
-        text += " (undecided" + (f"; decided by about {m['seeds_to_decide']:,} seeds at this spread"
-                                 if m.get("seeds_to_decide") else "") + ")"
+    elif c["kind"] in ("below", "above", "within") and row_outcomes(c, m)[0] is None:
+        text += " (undecided" + (f"; {_decided(m)}" if _decided(m) else "") + ")"
     if c.get("beyond"):
         text += f" — our criterion: {'held' if r['outcome'] == 'reproduced' else 'gave ' + r['outcome']}"
     return text

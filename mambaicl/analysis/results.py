@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..checks import ConfigError
-from .claims import CLAIMS, outcome_of, part_outcome, verdict_of
+from .claims import CLAIMS, outcome_of, row_outcomes, verdict_of
 
 __all__ = ["SPEC", "spec_rows", "row_values", "rows", "with_outcomes", "as_json"]
 
@@ -55,8 +55,7 @@ def with_outcomes(criterion: dict, measured: dict) -> dict:
     """``measured`` with each part's ``holds`` (true / false / null) recomputed from the criterion; a stored one that
     differs is an error (the chapter ran an older rule: re-execute it)."""
     measured = json.loads(json.dumps(measured))
-    for p, m in _parts(criterion, measured):
-        h = part_outcome(p, m)
+    for (p, m), h in zip(_parts(criterion, measured), row_outcomes(criterion, measured)):
         if "holds" in m and m["holds"] != h:
             raise ConfigError(f"part {p['text']!r}: stored holds={m['holds']} but the rule gives {h}: re-execute")
         m["holds"] = h
