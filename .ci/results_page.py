@@ -29,8 +29,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mambaicl.analysis.claims import (CLAIMS, VERDICTS, outcome_of, part_outcome, seeds_needed, tail_text,  # noqa: E402
+from mambaicl.analysis import results  # noqa: E402
+from mambaicl.analysis.claims import (CLAIMS, VERDICTS, outcome_of, row_outcomes, seeds_needed, tail_text,  # noqa: E402
                                      verdict_of)
+from mambaicl.checks import ConfigError  # noqa: E402
 
 SOURCE = ROOT / "book" / "results.yml"
 PAGE = ROOT / "book" / "results.md"
@@ -58,17 +60,11 @@ def glued(notebook: Path) -> dict[str, str]:
     return out
 
 
-def rows() -> list[dict]:
-    """One dict per row of results.yml: the registry's declaration, the chapter's measurement, the verdict."""
-    spec = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
-    keys = [r["key"] for r in spec["rows"]]
-    if sorted(keys) != sorted(CLAIMS):
-        raise SystemExit(f"results.yml and the registry differ: only in results.yml {sorted(set(keys) - set(CLAIMS))}, "
-                         f"only in the registry {sorted(set(CLAIMS) - set(keys))}")
+def glued_values() -> dict[str, dict]:
+    """``{key: {"ours", "verdict", "measured"}}`` of every claim, read from its chapter's stored glue outputs."""
     cache: dict[str, dict] = {}
-    out = []
-    for row in spec["rows"]:
-        claim = CLAIMS[row["key"]]
+    out = {}
+    for key, claim in CLAIMS.items():
         chapter = claim.chapter
         if chapter not in cache:
             path = ROOT / "book" / f"{chapter}.ipynb"
@@ -81,36 +77,23 @@ def rows() -> list[dict]:
         missing = [k for k in want if k not in values]
         if missing:
             raise SystemExit(f"{chapter} glues no {', '.join(missing)} (claim {claim.key})")
-        measured = with_outcomes(claim.criterion_json(), json.loads(values[f"res_{name}_measured"]))
-        r = {"key": claim.key, "chapter": chapter, "item": claim.item,
-             "paper": {"quote": claim.quote, "section": claim.section, "number": row.get("paper", "")},
-             "quantity": claim.quantity, "tasks": claim.tasks, "test": claim.test,
-             "criterion": claim.criterion_json(), "measured": measured, "ours": values[f"res_{name}_ours"]}
-        r["outcome"] = outcome_of(r["criterion"], measured)
-        r["verdict"] = verdict_of(r)
-        if values[f"res_{name}_verdict"] != r["verdict"]:
-            raise SystemExit(f"{chapter}: glued verdict {values[f'res_{name}_verdict']!r} for {claim.key}, but the "
-                             f"registry computes {r['verdict']!r} from the glued measurement: re-execute the chapter")
-        out.append(r)
+        out[key] = {k: values[f"res_{name}_{k}"] for k in ("ours", "verdict", "measured")}
     return out
 
 
-def _parts(criterion: dict, measured: dict) -> list:
-    if criterion["kind"] == "diagnostic":
-        return []
-    return list(zip(criterion["all"], measured["all"])) if criterion["kind"] == "all" else [(criterion, measured)]
+def rows() -> list[dict]:
+    """One dict per row of results.yml: the registry's declaration, the chapter's measurement, the verdict
+    (:func:`mambaicl.analysis.results.rows`, the function ``python -m mambaicl judge`` calls too)."""
+    try:
+        spec = results.spec_rows(SOURCE)
+        return results.rows(glued_values(), spec, where="the chapters' glued outputs")
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
 
 
-def with_outcomes(criterion: dict, measured: dict) -> dict:
-    """``measured`` with each part's ``holds`` (true / false / null) recomputed from the criterion; a stored one that
-    differs is an error (the chapter ran an older rule: re-execute it)."""
-    measured = json.loads(json.dumps(measured))
-    for p, m in _parts(criterion, measured):
-        h = part_outcome(p, m)
-        if "holds" in m and m["holds"] != h:
-            raise SystemExit(f"part {p['text']!r}: stored holds={m['holds']} but the rule gives {h}: re-execute")
-        m["holds"] = h
-    return measured
+_parts = results._parts
+with_outcomes = results.with_outcomes
+as_json = results.as_json
 
 
 def check_json(rows: list) -> list:
@@ -123,10 +106,10 @@ def check_json(rows: list) -> list:
         if c["kind"] == "contains" or any(p.get("kind") == "contains" for p in c.get("all", ())):
             bad.append(f"{r['key']}: a 'contains' criterion (use 'within' with a margin)")
             continue
-        for p, mm in _parts(c, m):
-            if mm.get("holds", "missing") != part_outcome(p, mm):
-                bad.append(f"{r['key']}: part {p['text']!r} holds={mm.get('holds', 'missing')}, the rule gives "
-                           f"{part_outcome(p, mm)}")
+        for (p, mm), h in zip(_parts(c, m), row_outcomes(c, m)):
+            if mm.get("holds", "missing") != h:
+                bad.append(f"{r['key']}: part {p['text']!r} holds={mm.get('holds', 'missing')}, the rule (Holm across "
+                           f"the row's parts) gives {h}")
             if c["kind"] not in ("identity", "diagnostic") and not (isinstance(mm.get("n_seeds"), int) and "values" in mm):
                 bad.append(f"{r['key']}: a judged part without n_seeds and per-seed values")
         if r.get("outcome") != outcome_of(c, m):
@@ -136,30 +119,31 @@ def check_json(rows: list) -> list:
     return bad
 
 
-def as_json(rs: list[dict]) -> str:
-    keep = ("key", "chapter", "item", "paper", "quantity", "tasks", "test", "criterion", "measured", "outcome", "verdict")
-    return json.dumps([{k: r[k] for k in keep} for r in rs], indent=1, ensure_ascii=False, sort_keys=False) + "\n"
-
-
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _decided(mm: dict) -> str:
+    """"more seeds would decide it toward holds/fails: about N at this spread", only where the rule says more seeds
+    can decide it (the part records ``seeds_to_decide`` and ``decides_toward``)."""
+    if not (mm.get("seeds_to_decide") and mm.get("decides_toward")):
+        return ""
+    return f"toward {mm['decides_toward']} with about {mm['seeds_to_decide']:,} seeds at this spread"
 
 
 def criterion_words(r: dict) -> str:
     c, m = r["criterion"], r["measured"]
     text = c["text"]
     if c["kind"] == "all":
-        outs = [(p, mm, part_outcome(p, mm)) for p, mm in _parts(c, m)]
+        outs = [(p, mm, o) for (p, mm), o in zip(_parts(c, m), row_outcomes(c, m))]
         n = len(outs)
         failing = [p["text"] for p, _, o in outs if o is False]
-        undecided = [p["text"] + (f" (decided by about {mm['seeds_to_decide']:,} seeds at this spread)"
-                                  if mm.get("seeds_to_decide") else "") for p, mm, o in outs if o is None]
+        undecided = [p["text"] + (f" ({_decided(mm)})" if _decided(mm) else "") for p, mm, o in outs if o is None]
         text += f" ({sum(o is True for _, _, o in outs)} of {n} parts hold"
         text += (f"; fails: {'; '.join(failing)}" if failing else "") + (
             f"; undecided: {'; '.join(undecided)}" if undecided else "") + ")"
-    elif c["kind"] in ("below", "above", "within") and part_outcome(c, m) is None:
-        text += " (undecided" + (f"; decided by about {m['seeds_to_decide']:,} seeds at this spread"
-                                 if m.get("seeds_to_decide") else "") + ")"
+    elif c["kind"] in ("below", "above", "within") and row_outcomes(c, m)[0] is None:
+        text += " (undecided" + (f"; {_decided(m)}" if _decided(m) else "") + ")"
     if c.get("beyond"):
         text += f" — our criterion: {'held' if r['outcome'] == 'reproduced' else 'gave ' + r['outcome']}"
     return text

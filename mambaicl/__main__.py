@@ -4,6 +4,15 @@
 cache Chapter 6 and ``reproduce sst2`` read (every sentence and poisoned twin of every regime of the
 preset), with a progress bar; a warm cache makes it a no-op.
 
+``python -m mambaicl judge [--store DIR] [--out FILE] [--measured-only]`` reads the stored result of every run of the book (the
+result store the chapters fill, default ``$MAMBAICL_CACHE_DIR/results`` or ``~/.cache/mambaicl/results``, or a
+folder written by ``reproduce --all --out``), judges every claim they measure (``Result.claims()``) and writes
+``results.json`` (default: standard output), the rows the results page shows, without Jupyter.
+``python -m mambaicl reproduce --all --out DIR [--preset tiny]`` runs every run of the book
+(:data:`mambaicl.experiments.book.BOOK_RUNS`) with its preset and seeds, one progress bar each, writes
+``DIR/<run>/results.json`` and ``DIR/<run>/result.pt``, then ``DIR/results.json`` as ``judge`` does
+(``--preset tiny``: each experiment's tiny preset where it has one, a smoke test).
+
 ``python -m mambaicl reproduce --list`` lists the experiments (one module each in
 :mod:`mambaicl.experiments`). ``reproduce`` runs one with a named preset and writes
 ``DIR/results.json`` (and ``DIR/artifacts.pt`` when the experiment keeps tensors), atomically;
@@ -45,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
     rep = sub.add_parser("reproduce", help="run one experiment of the book and write its results")
     rep.add_argument("name", nargs="?", help="the experiment (see --list)")
+    rep.add_argument("--all", action="store_true", help="run every run of the book, then write DIR/results.json")
     rep.add_argument("--list", action="store_true", help="list the experiments and their presets, then exit")
     rep.add_argument("--out", help="output directory (created if missing)")
     group = rep.add_mutually_exclusive_group()
@@ -54,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     rep.add_argument("--threads", type=int, default=1, help="torch threads (default 1; results do not depend on it)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    jud = sub.add_parser("judge", help="judge every claim from the stored results and write results.json")
+    jud.add_argument("--store", help="result store or reproduce --all folder (default: the book's result store)")
+    jud.add_argument("--out", help="results.json to write (default: standard output)")
+    jud.add_argument("--measured-only", action="store_true", help="write the rows the stored runs measure (a "
+                     "smoke-test folder, or while some chapters still judge their rows themselves), not every row")
     emb = sub.add_parser("embed-sst2", help="fill the SST-2 embedding cache of Chapter 6 (progress bar)")
     emb.add_argument("--path", help="GLUE SST-2 folder (default: $MAMBAICL_SST2_DIR, else the Hugging Face hub)")
     emb.add_argument("--cache-dir", help="cache folder (default: $MAMBAICL_CACHE_DIR, else ~/.cache/mambaicl)")
@@ -84,9 +99,69 @@ def _list() -> int:
     return 0
 
 
+def _judge(args) -> int:
+    from .experiments.book import judge_results, read_results
+    from .io import atomic_write_bytes
+
+    skipped = [] if args.measured_only else None
+    text = judge_results(read_results(args.store), only_measured=args.measured_only, skipped=skipped)
+    for label, why in skipped or ():
+        print(f"{label}: its rows are not measured ({why})", file=sys.stderr)
+    if args.out:
+        atomic_write_bytes(args.out, text.encode("utf-8"))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _reproduce_all(args) -> int:
+    from pathlib import Path
+
+    from .experiments.book import BOOK_RUNS, book_call, judge_results
+    from .io import atomic_write_bytes
+
+    if args.name or args.seed is not None or args.seeds:
+        raise ConfigError("--all runs the book's runs with their own seeds: give no name, --seed or --seeds")
+    if not args.out:
+        raise ConfigError("--out DIR is required (the folder for results.json)")
+    out = Path(args.out)
+    labels = {r.label.replace(":", "-") for r in BOOK_RUNS} | {"results.json"}
+    if out.exists() and (not out.is_dir() or any(p.name not in labels for p in out.iterdir())):
+        raise ConfigError(f"--out {out} exists and is not an empty folder or an earlier reproduce --all folder")
+    check_choice("--device", args.device, ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
+    torch.set_num_threads(check_int("--threads", args.threads, 1))
+    calls = [(r, *book_call(r, args.preset)) for r in BOOK_RUNS]  # every preset checked before any run
+    out.mkdir(parents=True, exist_ok=True)
+    results, start = {}, time.time()
+    for i, (run, fn, fargs, kwargs) in enumerate(calls, 1):
+        if run.function is None:  # an experiment's run: its preset and seeds, a progress bar
+            seeds = kwargs["seeds"]
+            print(f"[{i}/{len(calls)}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
+            kwargs = {**kwargs, "device": args.device, "progress": not args.quiet}
+        else:
+            print(f"[{i}/{len(calls)}] {run.label}: a measurement", flush=True)
+        res = fn(*fargs, **kwargs)
+        folder = out / run.label.replace(":", "-")
+        folder.mkdir(exist_ok=True)
+        buf = io.BytesIO()
+        torch.save(res, buf)
+        atomic_write_bytes(folder / "result.pt", buf.getvalue())
+        atomic_write_bytes(folder / "results.json", json_text(res.to_dict()).encode("utf-8"))
+        results[run.label] = res
+    skipped = None if args.preset is None else []  # a smoke-test preset: the rows it can measure
+    text = judge_results(results, only_measured=skipped is not None, skipped=skipped)
+    atomic_write_bytes(out / "results.json", text.encode("utf-8"))
+    for label, why in skipped or ():
+        print(f"{label}: its rows are not measured on preset {args.preset!r} ({why})", flush=True)
+    print(f"wrote {out / 'results.json'} ({len(calls)} runs) in {time.time() - start:.0f} s", flush=True)
+    return 0
+
+
 def _reproduce(args) -> int:
     if args.list:
         return _list()
+    if args.all:
+        return _reproduce_all(args)
     if not args.name:
         raise ConfigError("name the experiment to reproduce (python -m mambaicl reproduce --list shows them)")
     if args.name not in experiments.names():  # the name first: "reproduce nope" is about the name, not --out
@@ -125,6 +200,8 @@ def main(argv=None) -> int:
         args = _parser().parse_args(argv)
         if args.command == "reproduce":
             return _reproduce(args)
+        if args.command == "judge":
+            return _judge(args)
         if args.command == "embed-sst2":
             return _embed_sst2(args)
         raise ConfigError(f"unknown command {args.command!r}")

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Optional, TextIO
 
-__all__ = ["glue", "GLUED", "BUILD_ENV", "progress_stream"]
+__all__ = ["glue", "glue_judgement", "glue_claims", "GLUED", "BUILD_ENV", "progress_stream"]
 
 BUILD_ENV = "MAMBAICL_BOOK_BUILD"  # set by the book's build (book/_ext/book_execute.py) for its kernels
 
@@ -27,6 +27,33 @@ def glue(name: str, value: Any, display: bool = False) -> None:
         return None
     _glue(name, value, display=display)
     return None
+
+
+def glue_judgement(judgement, ours: str) -> None:
+    """Glue one results row: ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and
+    ``res_<key>_measured`` (JSON), the three values ``.ci/results_page.py`` reads from the stored notebook
+    (:func:`mambaicl.analysis.results.row_values`). Returns ``None``, so a cell that ends with it displays nothing."""
+    from .analysis.results import row_values
+
+    name = judgement.claim.key.replace("-", "_")
+    for k, v in row_values(judgement, ours).items():
+        glue(f"res_{name}_{k}", v)
+
+
+def glue_claims(result) -> dict:
+    """Judge every claim a result measures and glue its row: ``result.claims()`` (``{key: ClaimParts}``, or that
+    dict itself) → :func:`mambaicl.analysis.claims.judge_all` → :func:`glue_judgement` per claim.
+
+    Returns ``{key: Judgement}`` for the prose's checks (outcome, failing parts); the same judgements
+    ``python -m mambaicl judge`` computes from the stored result.
+    """
+    from .analysis.claims import judge_all, ours_text
+
+    parts = result if isinstance(result, dict) else result.claims()
+    judged = judge_all(parts)
+    for key, j in judged.items():
+        glue_judgement(j, ours_text(parts[key], j))
+    return judged
 
 
 def progress_stream() -> Optional[TextIO]:

@@ -62,7 +62,7 @@ MARKER = "NBVAL_STATISTICAL"
 K_SE = 3.0        # a fresh measurement lies within three standard errors (of the two runs' difference) of the stored
 FLOOR_UNITS = 2   # ... and never needs to be closer than two units of its last printed digit
 BARE_REL = 0.05   # a bare number of a statistical cell moves by at most 5 % (or one unit of its last digit)
-DERIVED_KEYS = ("seeds_to_decide", "holds")  # record fields computed from the mean and interval: not compared twice
+DERIVED_KEYS = ("seeds_to_decide", "holds", "p_fail", "p_holm", "decides_toward", "n_pos", "n_neg")  # record fields computed from the mean and interval: not compared twice
 SPREAD_GROWTH = 4.0  # a fresh standard error may not exceed four times the stored one (noise cannot excuse a move)
 Z95 = 1.96        # an interval's half-width / Z95 = its standard error (a lower bound for a t interval)
 SKIP_MIMES = ("image/", "application/vnd.jupyter.widget-view+json")

@@ -139,6 +139,10 @@ def _centre(p, state):
 def _values(p, state):
     if p.kind == "identity":
         return p.threshold / 10 if state == "hold" else p.threshold * 10 + 1e-9
+    if p.test == "sign":  # eight paired 0/1 differences: all on one side (exact p = 1/256), or an even split
+        side = 1.0 if p.kind == "above" else -1.0
+        return {"hold": [p.threshold + side] * 8, "fail": [p.threshold - side] * 8,
+                "undecided": [p.threshold + 1.0, p.threshold - 1.0] * 4}[state]
     width = 0.01 * min(max(abs(p.threshold), 1.0), p.margin or math.inf)
     return [_centre(p, state) + width * s for s in (-2, -1, 0, 1, 2)]
 
@@ -180,7 +184,7 @@ def test_claim_counterfactual_mixtures(key):
             states[i] = odd
             j = _judge(claim, states)
             assert j.outcome == want, (key, i, fill, odd)
-        assert [t for t, _ in j.parts_undecided()] == [claim.parts[i].text]
+        assert [t for t, _, _ in j.parts_undecided()] == [claim.parts[i].text]
 
 
 @pytest.mark.parametrize("key", [k for k in JUDGED if CLAIMS[k].criterion.kind == "identity"])

@@ -3,10 +3,12 @@
 Each :class:`Claim` holds the paper's statement (quoted, with its section), the quantity the book
 measures, the task set and preset it is measured on, the statistical test, and a
 :class:`Criterion` whose threshold or predicted value comes from the paper's text, never from our
-measurement. A chapter computes the measurement (per-seed values) and hands it to the registry,
-``CLAIMS[key].judge(per_seed=[...])`` or, for a claim of several parts,
-``CLAIMS[key].judge(parts=[[...], [...]])``; the verdict is computed here and the chapter glues it
-with :meth:`Judgement.glue`. No chapter writes or chooses a verdict.
+measurement. An experiment's result says which claims it measures and how (``Result.claims()``: claim key →
+:class:`ClaimParts`, the keyword inputs of :meth:`Claim.judge` and the row's "ours" text, computed from the
+stored measurements); :func:`judge_all` judges them here, and a chapter glues what came back
+(:func:`mambaicl.notebook.glue_claims`), as ``python -m mambaicl judge`` does from the result store
+(:mod:`mambaicl.experiments.book`). No chapter writes or chooses a verdict. (Chapters 3 and 4 still hand
+their per-seed values to ``CLAIMS[key].judge(...)`` and glue with :meth:`Judgement.glue`; issue 39.)
 
 **The statistical rule** (the only one in the book, :mod:`mambaicl.analysis.stats`): every measured
 quantity is summarised by its two-sided 95 % interval from Student's t with ``seeds - 1`` degrees of
@@ -14,25 +16,34 @@ freedom, each noise source counted once (each seed draws its own test prompts, s
 already contains them; SST-2's shared test sentences are added once). A quantity measured once with a
 sampling standard error (one PCA fit, one timing) uses the normal 95 % interval.
 
-**Three outcomes per criterion** (:func:`verdicts.part_outcome`), from the interval ``[low, high]``:
+**Three outcomes per criterion** (:func:`verdicts.row_outcomes`), from the interval ``[low, high]``:
 
-``below t``      holds when ``high < t``; fails when ``low > t``; otherwise undecided
-``above t``      holds when ``low > t``; fails when ``high < t``; otherwise undecided
+``below t``      holds when ``high < t``; fails when ``low > t`` (and Holm, below); otherwise undecided
+``above t``      holds when ``low > t``; fails when ``high < t`` (and Holm, below); otherwise undecided
 ``within v ± m`` a predicted value with its margin (declared here, from the paper's words): holds when the
                  interval lies inside ``[v − m, v + m]``, fails when it lies wholly outside, otherwise
                  undecided. ``side="above"`` / ``"below"``: a one-sided bound, rate bound or sufficient
-                 condition of the paper, judged one-sided (only ``v − m``, resp. ``v + m``, decides)
+                 condition of the paper, judged one-sided (only ``v − m``, resp. ``v + m``, decides); a
+                 sufficient count's exponent can fail only on the side its factor's limit fixes (``_sufficient``;
+                 the Θ scaling-law reading is kept in separate ``*-theta`` rows)
+``test="sign"``  a below/above part on per-seed 0/1 indicators (or their paired differences) judged by the
+                 exact sign test (McNemar's exact test) instead of the t interval (:func:`verdicts.sign_test_of`)
 ``identity``     holds when ``|mean| <= threshold`` (a rounding tolerance): ``identity verified``
 ``diagnostic``   no verdict: a breakdown that explains another row
 ``all``          the claim's parts, each judged as above
 
+**Holm before "fails".** A part fails only when, besides its interval lying wholly on the wrong side, its
+one-sided p-value of failing (``p_fail``, stored per part) survives Holm's step-down correction at family level
+2.5 % one-sided across the row's judged parts (``p_holm`` at most 0.025); otherwise it is undecided.
+
 **A claim's verdict from its parts** (a single criterion is one part): all hold → ``reproduced``; all
 fail → ``contradicted``; some hold and some fail → ``partly reproduced``; some fail and none holds →
 ``not reproduced``; none fails but not all hold → ``undecided`` (the results page names the undecided
-parts and how many seeds would decide each at the measured spread). Requiring every part is an
-intersection-union test: each part at 95 % gives the conjunction a level of at most 5 %, so no Holm
-correction is needed. A claim of ours (``beyond=True``) keeps the verdict ``beyond the paper``; its own
-criterion, declared here in advance, and what it gave are recorded as ``outcome``.
+parts, toward which side more seeds would decide each and about how many, and nothing where more seeds
+cannot decide it). Requiring every part to hold is an intersection-union test: each part at 2.5 % one-sided
+gives the conjunction a level of at most 2.5 %, so "holds" needs no correction; "fails" has Holm's. A claim of
+ours (``beyond=True``) keeps the verdict ``beyond the paper``; its own criterion, declared here in advance, and
+what it gave are recorded as ``outcome``.
 
 **Margins, declared once** (:mod:`mambaicl.analysis.verdicts`): :data:`EXPONENT_MARGIN` for every predicted
 exponent, :data:`RATIO_MARGIN` (relative) for a predicted ratio, :data:`ACCURACY_MARGIN` for SST-2's
@@ -46,22 +57,30 @@ the median and interquartile range beside the mean.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Optional
 
+from ..checks import ConfigError
 from .theory import EARLY_FACTORS, FACTORS, LEMMA_PREDICTED
 from .verdicts import (ACCURACY_MARGIN, EXPONENT_MARGIN, FIG2_EPSILON, KINDS, M1_PAPER, RATIO_MARGIN,  # noqa: F401
                        VERDICTS, Claim, Criterion, Failing, Judgement, Measured, above, all_of, below, boundary_margins,
-                       diagnostic, identity, outcome_of, part_holds, part_outcome, part_wrong_side, seeds_needed,
-                       tail_text, verdict_from_outcomes, verdict_of, within)
+                       diagnostic, identity, outcome_of, part_holds, part_outcome, part_outcomes, part_wrong_side,
+                       row_outcomes, seeds_needed, sign_test_of, tail_text, verdict_from_outcomes, verdict_of, within)
 
-__all__ = ["VERDICTS", "KINDS", "Criterion", "Measured", "Failing", "Claim", "Judgement", "CLAIMS", "verdict_of",
-           "outcome_of", "part_outcome", "part_holds", "part_wrong_side", "verdict_from_outcomes", "seeds_needed",
+__all__ = ["ClaimParts", "judge_all", "ours_text", "OUTCOME", "VERDICTS", "KINDS", "Criterion", "Measured", "Failing",
+           "Claim", "Judgement", "CLAIMS", "verdict_of", "outcome_of", "part_outcome", "part_outcomes", "row_outcomes",
+           "part_holds", "part_wrong_side", "verdict_from_outcomes", "seeds_needed", "sign_test_of",
            "tail_text", "boundary_margins", "below", "above", "within", "identity", "diagnostic", "all_of",
            "FIG2_EPSILON", "EXPONENT_MARGIN", "RATIO_MARGIN", "ACCURACY_MARGIN"]
 
 # ------------------------------------------------------------------------------------------ the rows
 
 _T = "95 % t interval over seeds (df = seeds - 1); each seed's own test prompts are inside the seed spread"
-_T_PARTS = _T + "; every part must hold (intersection-union, no Holm correction needed)"
+_T_PARTS = (_T + "; every part must hold (intersection-union); a part fails only when its one-sided p-value survives "
+            "Holm's step-down across the row's parts at 2.5 %")
+_SIGN_PARTS = ("exact one-sided sign test of the per-seed 0/1 differences (McNemar's exact test: only discordant seeds "
+               "count) for the indicator parts, the 95 % t interval for the others; every part must hold; a part "
+               "fails only after Holm's step-down across the row's parts at 2.5 %")
 _SST = ("95 % t interval over seeds of the per-seed contrast (df = seeds - 1); its standard error adds to the seed "
         "spread (which holds each seed's own prompts) the part the seeds share through the reused test sentences, "
         "the cross-seed covariance of the per-sentence residuals (query sentence as the cluster); every part "
@@ -97,6 +116,26 @@ def _lemma4_parts(early: bool = False) -> tuple:
 def _exponent(value: float, text: str) -> Criterion:
     """A predicted exponent of a Θ(·) scaling law (two-sided, :data:`EXPONENT_MARGIN`)."""
     return within(value, EXPONENT_MARGIN, f"{text} ± {EXPONENT_MARGIN:g}")
+
+
+#: Theorems 1 and 3 (and Theorem 4(d)) state sufficient conditions with free constants (Remark 1): the count T* that
+#: a run needs is at most C·T(x) for a constant C independent of the factors x. With a free C a finite range of x
+#: constrains nothing; the bound bites in the limit each factor moves toward in the theorems' regime, where T*/T(x)
+#: must stay bounded: η ≤ 1 and 1−p_a shrink toward 0, β ≥ 1, M1 and l_tr grow. With T* ∝ x^b and T ∝ x^e,
+#: T*/T ∝ x^(b−e) stays bounded as x → 0 only if b ≥ e, and as x → ∞ only if b ≤ e. A sufficient count fails only
+#: when the measured exponent lies wholly beyond e on that side (by more than EXPONENT_MARGIN); a count that grows
+#: more slowly than T holds. The Θ scaling-law reading (two-sided) is kept as separate rows (``*-theta``).
+_TOWARD_INFINITY = {"η": False, "1−p_a": False, "β": True, "M1": True, "l_tr": True}
+
+
+def _sufficient(value: float, factor: str, text: str) -> Criterion:
+    """A predicted exponent of a sufficient count (one-sided: only growing faster than the bound, in the factor's
+    limit, can fail)."""
+    up = _TOWARD_INFINITY[factor]
+    limit = "∞" if up else "0"
+    bound = value + EXPONENT_MARGIN if up else value - EXPONENT_MARGIN
+    return within(value, EXPONENT_MARGIN, f"{text}: exponent {'≤' if up else '≥'} {bound:g} (a sufficient count: "
+                  f"measured count / bound stays bounded as {factor} → {limit})", side="below" if up else "above")
 
 
 def _cor1_parts(model: str) -> tuple:
@@ -157,7 +196,17 @@ _ROWS = [
           "Theorem 1 as a scaling law: Mamba's iterations against η, 1−p_a, β, M1, l_tr",
           "after T ≥ T_M = Θ(η^-1 (1−p_a)^-1 β^-2 M1) iterations", "§3.3, Theorem 1, Eq. (2)",
           "log-log exponents of the iterations to the loss target, per seed", "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
-          all_of(f"each exponent within {EXPONENT_MARGIN:g} of the theorem's (T_M = Θ(·): a two-sided scaling law)",
+          all_of("each exponent on the side the sufficient condition allows (T ≥ T_M: the measured count grows no "
+                 f"faster than T_M in each factor's limit, margin {EXPONENT_MARGIN:g})",
+                 _sufficient(-1, "η", "η^-1"), _sufficient(-1, "1−p_a", "(1−p_a)^-1"), _sufficient(-2, "β", "β^-2"),
+                 _sufficient(1, "M1", "M1^1"), _sufficient(0, "l_tr", "l_tr^0"))),
+    Claim("ch3-theorem1-theta", "ch03_training_dynamics",
+          "Theorem 1 read as a Θ scaling law (the paper's Θ; the statement itself is a sufficient condition: row "
+          "ch3-theorem1)",
+          "T_M = Θ(η^-1 (1−p_a)^-1 β^-2 M1)", "§3.3, Theorem 1, Eq. (2); Remark 1",
+          "log-log exponents of the iterations to the loss target, per seed (the measurement of row ch3-theorem1)",
+          "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
+          all_of(f"Θ reading: each exponent within {EXPONENT_MARGIN:g} of the theorem's (two-sided)",
                  _exponent(-1, "η^-1"), _exponent(-1, "(1−p_a)^-1"), _exponent(-2, "β^-2"), _exponent(1, "M1^1"),
                  _exponent(0, "l_tr^0"))),
     Claim("ch3-theorem3", "ch03_training_dynamics",
@@ -166,11 +215,25 @@ _ROWS = [
           "§3.4, Theorem 3, Remark 4",
           "log-log exponents of the linear Transformer's iterations; exponent of T_M/T_T in l_tr; its final loss",
           "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
-          all_of(f"each exponent within {EXPONENT_MARGIN:g} of the theorem's, T_M/T_T ∝ l_tr, and the loss reaches "
-                 "the target",
-                 _exponent(-1, "η^-1"), _exponent(-1, "(1−p_a)^-1"), _exponent(-2, "β^-2"), _exponent(1, "M1^1"),
-                 _exponent(-1, "l_tr^-1"), _exponent(1, "T_M/T_T ∝ l_tr^1"),
+          all_of("each exponent on the side the sufficient condition allows (T ≥ T_T: the measured count grows no "
+                 f"faster than T_T in each factor's limit, margin {EXPONENT_MARGIN:g}), T_M/T_T ∝ l_tr, and the loss "
+                 "reaches the target",
+                 _sufficient(-1, "η", "η^-1"), _sufficient(-1, "1−p_a", "(1−p_a)^-1"), _sufficient(-2, "β", "β^-2"),
+                 _sufficient(1, "M1", "M1^1"), _sufficient(-1, "l_tr", "l_tr^-1"),
+                 _exponent(1, "T_M/T_T ∝ l_tr^1 (Remark 4's Θ; a ratio of two sufficient counts has no one-sided "
+                              "reading: two-sided)"),
                  below(FIG2_EPSILON, "final training loss (hinge) ≤ ε = 0.01 at the base setting"))),
+    Claim("ch3-theorem3-theta", "ch03_training_dynamics",
+          "Theorem 3 and Remark 4 read as Θ scaling laws (the paper's Θ; the statement itself is a sufficient "
+          "condition: row ch3-theorem3)",
+          "T_T = Θ(η^-1 (1−p_a)^-1 β^-2 l_tr^-1 M1) ... the required number of training iterations for Mamba is T_M, "
+          "which equals Θ(l_tr)·T_T", "§3.4, Theorem 3, Remark 4; Remark 1",
+          "log-log exponents of the linear Transformer's iterations; exponent of T_M/T_T in l_tr (the measurement of "
+          "row ch3-theorem3)", "Chapter 3 sweeps (DYNAMICS preset)", _T_PARTS,
+          all_of(f"Θ reading: each exponent within {EXPONENT_MARGIN:g} of the theorem's (two-sided), and T_M/T_T ∝ "
+                 "l_tr (a ratio of two sufficient counts has no one-sided reading)",
+                 _exponent(-1, "η^-1"), _exponent(-1, "(1−p_a)^-1"), _exponent(-2, "β^-2"), _exponent(1, "M1^1"),
+                 _exponent(-1, "l_tr^-1"), _exponent(1, "T_M/T_T ∝ l_tr^1"))),
     Claim("lemma4-early", "ch03_training_dynamics",
           "Lemma 4's early rates measured over the whole early horizon (small step size)",
           "when t ≲ min{η^-1β^-2κ_a^-1(1−p_a)^-1V, ...}: v*_s^T w^(t) ≲ −ηβ²tκ_a(1−p_a)/V − ...; "
@@ -185,7 +248,17 @@ _ROWS = [
           "§3.3-3.4, Theorems 1 and 3",
           "log-log exponent in β of the relaxation count with ||v*_s|| = β (ratio kept at the base's 1), per seed",
           "β ∈ {1.5, 2, 3, 4.5}, Figure 2's other data (dynamics_checks CHECKS preset)", _T_PARTS,
-          all_of(f"both exponents within {EXPONENT_MARGIN:g} of −2",
+          all_of(f"both exponents on the side the sufficient conditions allow (β ≥ 1 grows: at most −2 + "
+                 f"{EXPONENT_MARGIN:g})",
+                 _sufficient(-2, "β", "Mamba: β^-2"), _sufficient(-2, "β", "linear Transformer: β^-2"))),
+    Claim("beta-scaled-theta", "ch03_training_dynamics",
+          "Theorems 1 and 3's β^-2 with the outlier norm scaled with β, read as a Θ scaling law (row beta-scaled: "
+          "the sufficient condition)",
+          "T_M = Θ(η^-1 (1−p_a)^-1 β^-2 M1) (Theorem 1); T_T = Θ(η^-1 (1−p_a)^-1 β^-2 l_tr^-1 M1) (Theorem 3)",
+          "§3.3-3.4, Theorems 1 and 3; Remark 1",
+          "log-log exponent in β of the relaxation count with ||v*_s|| = β, per seed (the measurement of row "
+          "beta-scaled)", "β ∈ {1.5, 2, 3, 4.5}, Figure 2's other data (dynamics_checks CHECKS preset)", _T_PARTS,
+          all_of(f"Θ reading: both exponents within {EXPONENT_MARGIN:g} of −2 (two-sided)",
                  _exponent(-2, "Mamba: β^-2"), _exponent(-2, "linear Transformer: β^-2"))),
     Claim("thm3-epsilon", "ch03_training_dynamics",
           "Theorems 1 and 3's own quantity: iterations to an absolute ε, both models",
@@ -224,6 +297,42 @@ _ROWS = [
           "per seed, merged minus the paper's parametrisation, error at α = 0 (worst rule)", "all 30 tasks, FIG2 preset",
           _T, below(0, "the merged product errs less than the paper's parametrisation at α = 0 under every rule"),
           beyond=True),
+    Claim("fig2-mamba-complete", "ch04_robustness",
+          "Fig. 2 (§4.1): one-layer Mamba trained on a complete Condition-1 set (every two patterns meet): on T18 "
+          "and on all 30 tasks",
+          "the classification error of Mamba is smaller than 0.01 even when α is close to 0.8",
+          "§4.1, Figure 2; App. 9 Condition 1",
+          "all-task test error at α = 0.8, per seed, under each rule",
+          "all 30 test tasks of 𝒯; trained on T18 (18 tasks, every two patterns meet) and on all 30 tasks; "
+          "FIG2 settings and step sizes, fig2_complete preset", _T_PARTS,
+          all_of("error at α = 0.8 below 0.01 under each rule, on each complete training set",
+                 below(0.01, "on T18: rule A (flipped)"), below(0.01, "on T18: rule B (targeted)"),
+                 below(0.01, "on T18: rule C (random)"),
+                 below(0.01, "on all 30 tasks: rule A (flipped)"), below(0.01, "on all 30 tasks: rule B (targeted)"),
+                 below(0.01, "on all 30 tasks: rule C (random)")),
+          failing=Failing("a seed whose error at α = 0.8 is at least the paper's 0.01 under that rule")),
+    Claim("fig2-lt-complete", "ch04_robustness",
+          "Fig. 2: one-layer linear Transformer trained on a complete Condition-1 set: on T18 and on all 30 tasks",
+          "the classification error of linear Transformers is large as long as α > 1/2", "§4.1, Figure 2",
+          "per seed: linear Transformer's error minus Mamba's (all tasks), smallest over α > 1/2 and rules; "
+          "its error at α = 0 (worst rule)",
+          "all 30 test tasks; trained on T18 and on all 30 tasks; fig2_complete preset", _T_PARTS,
+          all_of("on each complete training set: above Mamba at every α > 1/2 under every rule (smallest per-seed "
+                 "difference), fine without outliers",
+                 above(0, "on T18: smallest over (rule, α > 1/2) of linear − Mamba"),
+                 below(0.01, "on T18: error at α = 0 below 0.01 (worst rule)"),
+                 above(0, "on all 30 tasks: smallest over (rule, α > 1/2) of linear − Mamba"),
+                 below(0.01, "on all 30 tasks: error at α = 0 below 0.01 (worst rule)")),
+          failing=Failing("a seed on the wrong side of the part's threshold (linear not above Mamba; error ≥ 0.01)")),
+    Claim("fig2-merged-complete", "ch04_robustness",
+          "Fig. 2 with W = W_B^T W_C trained as one matrix, on a complete Condition-1 set: on T18 and on all 30 tasks",
+          "(not in the paper: the paper trains W_B and W_C separately)", "§2 Eq. (3) (our variant), §4.1",
+          "all-task test error at α = 0.8, per seed, worst rule", "all 30 test tasks; trained on T18 and on all 30 "
+          "tasks; fig2_complete preset", _T_PARTS,
+          all_of("the merged product's error at α = 0.8 below 0.01 under every rule, on each complete training set",
+                 below(0.01, "on T18: worst rule's error at α = 0.8"),
+                 below(0.01, "on all 30 tasks: worst rule's error at α = 0.8")), beyond=True,
+          failing=Failing("a seed whose worst-rule error at α = 0.8 is at least 0.01")),
     Claim("breakdown", "ch07_beyond", "Theorems 2(c) and 4(c): where each model breaks down",
           "(c) α < min(1, p_a l_tr/l_ts), and (d) l_ts ≳ (1−α)^-1 log M1 [Mamba]; (c) α ∈ [0, 1/2), "
           "(d) l_ts ≥ max{Θ((1−α)^-1), Θ(α/(0.5−α)²)} log M1 [linear Transformer] — sufficient conditions "
@@ -242,8 +351,17 @@ _ROWS = [
           "per seed, the ratio of the prompt lengths needed for error 0.1 at α = 0.4 and α = 0.3",
           "all tasks, FIG2 linear Transformers", _T,
           within((0.4 / 0.1 ** 2) / (0.3 / 0.2 ** 2), RATIO_MARGIN * (0.4 / 0.1 ** 2) / (0.3 / 0.2 ** 2),
-                 f"ratio = (0.4/0.1²)/(0.3/0.2²) = 5.33 ± {RATIO_MARGIN:.0%} (the statement's α/(½−α)² branch; a "
-                 "ratio of two Θ's with the same constant)")),
+                 f"ratio ≤ (0.4/0.1²)/(0.3/0.2²) = 5.33 + {RATIO_MARGIN:.0%} (a sufficient length: as α → 1/2 the "
+                 "needed length grows no faster than the statement's α/(½−α)² branch)", side="below")),
+    Claim("thm4d-theta", "ch04_robustness",
+          "Theorem 4(d) read as a Θ scaling law: examples the linear Transformer needs as α → 1/2 (row thm4d: the "
+          "sufficient condition)",
+          "l_ts ≥ max{Θ((1−α)^-1), Θ(α/(0.5−α)^2)} log M1", "§3.4, Theorem 4(d), Eq. (3); Remark 1",
+          "per seed, the ratio of the prompt lengths needed for error 0.1 at α = 0.4 and α = 0.3 (the measurement of "
+          "row thm4d)", "all tasks, FIG2 linear Transformers", _T,
+          within((0.4 / 0.1 ** 2) / (0.3 / 0.2 ** 2), RATIO_MARGIN * (0.4 / 0.1 ** 2) / (0.3 / 0.2 ** 2),
+                 f"Θ reading: ratio = (0.4/0.1²)/(0.3/0.2²) = 5.33 ± {RATIO_MARGIN:.0%} (two-sided; a ratio of two "
+                 "Θ's with the same constant)")),
     Claim("thm4d-alpha", "ch04_robustness", "Theorem 4(d)'s α-dependence: examples needed at six α below 1/2",
           "l_ts ≥ max{Θ((1−α)^-1), Θ(α/(0.5−α)^2)} log M1", "§3.4, Theorem 4(d); App. 10.4",
           "per seed, the power a of α in l* = C α^a (1/2−α)^-2 fitted to the prompt lengths l* needed for error 0.1 "
@@ -321,13 +439,14 @@ _ROWS = [
           "(not in the paper)", "§4.1 (our variant)",
           "per seed and per layer (no minimum over layers), whether that layer's gate suppresses outliers "
           "(median outlier/clean gate ratio < 1/M1): without minus with RMSNorm",
-          "FIG3 and FIG3_NONE presets (step size searched, trained to a validation plateau)", _T_PARTS,
+          "FIG3 and FIG3_NONE presets (step size searched, trained to a validation plateau)", _SIGN_PARTS,
           all_of("in every layer, more seeds suppress outliers without normalisation than with it (a correlation: read "
                  "only where row deep-icl finds the no-normalisation stack learning in context; the causal run, "
                  "RMSNorm after the first layer only, norm='after_first', is row rmsnorm-causal)",
-                 above(0, "layer 1: more seeds suppress without normalisation"),
-                 above(0, "layer 2: more seeds suppress without normalisation"),
-                 above(0, "layer 3: more seeds suppress without normalisation")), beyond=True),
+                 sign_test_of("above", 0, "layer 1: more seeds suppress without normalisation (exact sign test)"),
+                 sign_test_of("above", 0, "layer 2: more seeds suppress without normalisation (exact sign test)"),
+                 sign_test_of("above", 0, "layer 3: more seeds suppress without normalisation (exact sign test)")),
+          beyond=True),
     Claim("locality", "ch05_mechanism", "The cost of locality: outliers far from (FQ) or close to (CQ) the query",
           "Mamba is more sensitive to the position of outliers ... when outliers are placed close to the query, the "
           "clean examples ... are pushed farther away, and the gating values ... decay exponentially",
@@ -432,3 +551,48 @@ if len(CLAIMS) != len(_ROWS):
 
 from .claims_open import OPEN_CLAIMS as _OPEN  # noqa: E402  (Chapter 8: issue 31 rows, declared in claims_open)
 CLAIMS.update(_OPEN)
+
+
+# ------------------------------------------------------------------------------------------ parts -> verdicts
+
+#: in :attr:`ClaimParts.ours`, replaced by what the criterion gave (:attr:`Judgement.outcome`) once judged, for a
+#: row whose "ours" text reports its own outcome (the claims of ours, Chapter 8)
+OUTCOME = "{outcome}"
+
+
+@dataclass(frozen=True)
+class ClaimParts:
+    """A claim's measurement as an experiment's result hands it to the registry (``Result.claims()``): exactly
+    the keyword inputs of :meth:`Claim.judge` and ``ours``, the text of the results row's "ours" column.
+
+    ``ours`` may contain :data:`OUTCOME`, filled in with the judgement's outcome (:func:`ours_text`).
+    """
+
+    ours: str
+    per_seed: object = None
+    parts: object = None
+    n_prompts: Optional[int] = None
+    value: object = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ours, str):
+            raise ConfigError(f"ours must be a str (the results row's text); got {type(self.ours).__name__}")
+
+
+def judge_all(parts: dict) -> dict:
+    """``{key: Judgement}``: each claim of ``parts`` (``{key: ClaimParts}``, e.g. ``result.claims()``) judged by
+    its registry row (:meth:`Claim.judge`), in the order given. An unknown key is a :class:`ConfigError`."""
+    unknown = [k for k in parts if k not in CLAIMS]
+    if unknown:
+        raise ConfigError(f"claims {', '.join(map(repr, unknown))} are not in the registry (mambaicl.analysis.claims)")
+    out = {}
+    for key, p in parts.items():
+        if not isinstance(p, ClaimParts):
+            raise ConfigError(f"claims()[{key!r}] must be a ClaimParts; got {type(p).__name__}")
+        out[key] = CLAIMS[key].judge(p.per_seed, parts=p.parts, n_prompts=p.n_prompts, value=p.value)
+    return out
+
+
+def ours_text(parts: ClaimParts, judgement: Judgement) -> str:
+    """The row's "ours" text: ``parts.ours`` with :data:`OUTCOME` replaced by the judgement's outcome."""
+    return parts.ours.replace(OUTCOME, judgement.outcome) if OUTCOME in parts.ours else parts.ours

@@ -7,13 +7,17 @@ the seed-tail experiment, ``seed_tail``) before the seeds were trained; they wer
 """
 from __future__ import annotations
 
-from .verdicts import Claim, above, all_of, below
+from .verdicts import Claim, above, all_of, below, sign_test_of
 
 __all__ = ["OPEN_ROWS", "OPEN_CLAIMS", "SEED_TAIL_TEST"]
 
 _T = "95 % t interval over seeds (df = seeds - 1), test prompts counted"
+_SIGN_PARTS = ("exact one-sided sign test of the per-seed 0/1 differences (McNemar's exact test: only discordant "
+               "seeds count) for the indicator part, the 95 % t interval for the other; every part must hold; a part "
+               "fails only after Holm's step-down across the row's parts at 2.5 %")
 _T_PARTS = ("95 % t interval over seeds (df = seeds - 1), test prompts counted; every part must hold "
-            "(intersection-union, no Holm correction needed)")
+            "(intersection-union); a part fails only when its one-sided p-value survives Holm's step-down across the "
+            "row's parts at 2.5 %")
 #: the test of the seed-tail row: Spearman's rho with the Fisher-z interval of Fieller, Hartley & Pearson (1957)
 SEED_TAIL_TEST = ("Spearman's rank correlation over seeds; 95 % interval from Fisher's z with standard error "
                   "sqrt(1.06 / (seeds - 3)) (Fieller, Hartley & Pearson 1957)")
@@ -52,10 +56,11 @@ OPEN_ROWS = [
           "normalisation after the first layer only (norm = after_first) minus with RMSNorm in every layer (FIG3); "
           "and the after_first stack's test error on the reversed tasks",
           "FIG3 and FIG3 with norm = after_first (each: step size searched on held-out seeds, trained to a "
-          "validation plateau)", _T_PARTS,
+          "validation plateau)", _SIGN_PARTS,
           all_of("without the first layer's normalisation its gate suppresses outliers in more seeds, and the "
                  "stack still learns in context",
-                 above(0, "layer 1: more seeds suppress outliers with norm after the first layer only"),
+                 sign_test_of("above", 0, "layer 1: more seeds suppress outliers with norm after the first layer only "
+                                          "(exact sign test)"),
                  below(0.25, "after_first: reversed-task error < 0.25 (half the chance level)")), beyond=True),
     Claim("deep-gate-after-zero", "ch08_open_questions",
           "The three-layer stack's gate after its validation hinge loss reaches zero",

@@ -37,7 +37,7 @@ from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, m
 
 __all__ = ["PCA_KS", "KEEPS", "accuracy", "accuracy_sentences", "sentence_contrast", "sentence_stats",
            "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
-           "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "format_table",
+           "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "claim_parts", "format_table",
            "table_json"]
 
 PCA_KS = (5, 7, 10)  # App. Table 5
@@ -352,15 +352,23 @@ CLAIM_KEYS = {"main": "sst2-main", "table1": "sst2-table1", "table2": "sst2-tabl
               "curriculum": "sst2-curriculum", "table5": "sst2-table5"}
 
 
-def judge(found: Dict[str, List[dict]], table: str):
-    """Hand the checks of ``table`` (from :func:`claims`) to the registry of claims, which computes the verdict."""
-    from .claims import CLAIMS, Measured
+def claim_parts(found: Dict[str, List[dict]], table: str, ours: str = ""):
+    """The checks of ``table`` (from :func:`claims`) as the registry's inputs (:class:`~mambaicl.analysis.claims.
+    ClaimParts`, with the row's text ``ours``): each check's contrast with its interval, one per part."""
+    from .claims import CLAIMS, ClaimParts, Measured
 
     claim = CLAIMS[CLAIM_KEYS[table]]
     ms = [Measured(c["diff"], c["low"], c["high"], c["n_seeds"], tuple(c["values"])) for c in found[table]]
     if claim.criterion.kind == "all":
-        return claim.judge(parts=ms[:len(claim.criterion.parts)])
-    return claim.judge(per_seed=ms[0])
+        return ClaimParts(ours, parts=ms[:len(claim.criterion.parts)])
+    return ClaimParts(ours, per_seed=ms[0])
+
+
+def judge(found: Dict[str, List[dict]], table: str):
+    """Hand the checks of ``table`` (from :func:`claims`) to the registry of claims, which computes the verdict."""
+    from .claims import judge_all
+
+    return judge_all({CLAIM_KEYS[table]: claim_parts(found, table)})[CLAIM_KEYS[table]]
 
 
 # ---------------------------------------------------------------- the tables as text

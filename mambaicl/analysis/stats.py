@@ -33,7 +33,7 @@ from ..checks import ConfigError
 
 __all__ = ["mean_se", "binomial_se", "error_mean_se", "Comparison", "Contrast", "compare", "contrast", "t_quantile", "Interval",
            "interval", "interval_from_se", "LEVEL", "lower", "upper", "clopper_pearson", "median_iqr", "seeds_to_decide",
-           "shared_cluster_se"]
+           "shared_cluster_se", "sign_test", "holm"]
 
 #: the two-sided level of every interval in the book
 LEVEL = 0.95
@@ -282,23 +282,56 @@ def median_iqr(values: Sequence[float]) -> tuple[float, float, float]:
     return q(0.5), q(0.25), q(0.75)
 
 
-def seeds_to_decide(se: float, n: int, distance: float, cap: int = 100_000) -> int | None:
-    """The fewest seeds whose 95 % t half-width, at the spread measured now (``sd = se sqrt(n)``), is below
-    ``distance`` (how far the mean sits from the nearest decision point); ``None`` when no number of seeds would
-    (a mean exactly on the decision point, or no spread measured), ``cap`` at most."""
+def seeds_to_decide(se: float, n: int, distance: float, cap: int = 100_000, q: float = 0.5 + LEVEL / 2) -> int | None:
+    """The fewest seeds whose t half-width (quantile ``q``: 0.975 by default, the 95 % interval; a part that can
+    fail only after Holm's correction asks a higher one), at the spread measured now (``sd = se sqrt(n)``), is
+    below ``distance`` (how far the mean sits from the nearest decision point); ``None`` when no number of seeds
+    would (a mean exactly on the decision point, or no spread measured), or more than ``cap`` would."""
     if not (math.isfinite(se) and se > 0 and n >= 1 and math.isfinite(distance) and distance > 0):
         return None
     sd = se * math.sqrt(n)
-    if t_quantile(cap - 1) * sd / math.sqrt(cap) >= distance:
+    if t_quantile(cap - 1, q) * sd / math.sqrt(cap) >= distance:
         return None
     lo, hi = 2, cap  # the half-width falls with the number of seeds: bisect
     while lo < hi:
         mid = (lo + hi) // 2
-        if t_quantile(mid - 1) * sd / math.sqrt(mid) < distance:
+        if t_quantile(mid - 1, q) * sd / math.sqrt(mid) < distance:
             hi = mid
         else:
             lo = mid + 1
     return lo
+
+
+def sign_test(values: Sequence[float], threshold: float = 0.0) -> dict:
+    """The exact sign test of per-seed ``values`` against ``threshold`` (McNemar's exact test when each value is a
+    paired difference of two 0/1 indicators, e.g. without minus with: only the discordant seeds count).
+
+    Returns ``{"n_pos", "n_neg", "n_ties", "p_above", "p_below"}``: the counts above, below and at ``threshold``
+    (ties dropped), and the one-sided exact p-values ``P(Bin(N, 1/2) >= n_pos)`` (evidence that values lie above)
+    and ``P(Bin(N, 1/2) >= n_neg)`` (below), ``N = n_pos + n_neg``; both 1 when ``N = 0``."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    n_pos = sum(x > threshold for x in xs)
+    n_neg = sum(x < threshold for x in xs)
+    N = n_pos + n_neg
+
+    def tail(k: int) -> float:  # P(Bin(N, 1/2) >= k), exact
+        return 1.0 if N == 0 else sum(math.comb(N, i) for i in range(k, N + 1)) / 2 ** N
+
+    return {"n_pos": n_pos, "n_neg": n_neg, "n_ties": len(xs) - N, "p_above": tail(n_pos), "p_below": tail(n_neg)}
+
+
+def holm(p_values: Sequence[float], level: float) -> list:
+    """Holm's step-down adjusted p-values of ``p_values`` (``None`` entries are not in the family and stay
+    ``None``): the ``i``-th smallest of ``k`` is ``max_{j <= i} min(1, (k - j) p_(j))`` (0-based ``j``); a hypothesis
+    is rejected at family level ``level`` when its adjusted p-value is at most ``level``."""
+    idx = [i for i, p in enumerate(p_values) if p is not None]
+    k = len(idx)
+    order = sorted(idx, key=lambda i: p_values[i])
+    adj, run = [None] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        run = max(run, min(1.0, (k - rank) * float(p_values[i])))
+        adj[i] = run
+    return adj
 
 
 def shared_cluster_se(resid, n_prompts: int, scale: float = 1.0) -> float:

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..checks import ConfigError
-from .outcomes import (KINDS, SIDES, VERDICTS, decision_points, outcome_of, part_holds,  # noqa: F401  (re-exported)
-                       part_outcome, part_wrong_side, seeds_needed, verdict_from_outcomes, verdict_of)
+from .outcomes import (FAMILY_LEVEL, KINDS, SIDES, TESTS, VERDICTS, annotate, decides_toward,  # noqa: F401  (re-exported)
+                       decision_points, outcome_of, p_fail, part_holds, part_outcome, part_outcomes, part_wrong_side,
+                       row_outcomes, seeds_needed, verdict_from_outcomes, verdict_of)
 from .stats import interval, interval_from_se
 
 __all__ = ["VERDICTS", "KINDS", "SIDES", "Criterion", "Measured", "Failing", "Claim", "Judgement", "verdict_of",
-           "outcome_of", "part_outcome", "part_holds", "part_wrong_side", "verdict_from_outcomes", "boundary_margins",
+           "outcome_of", "part_outcome", "part_outcomes", "row_outcomes", "part_holds", "part_wrong_side",
+           "verdict_from_outcomes", "boundary_margins", "annotate", "p_fail", "decides_toward", "sign_test_of",
            "below", "above", "within", "identity", "diagnostic", "all_of", "FIG2_EPSILON", "EXPONENT_MARGIN",
            "RATIO_MARGIN", "ACCURACY_MARGIN"]
 
@@ -118,7 +120,9 @@ def _as_measured(x, n_prompts: Optional[int] = None) -> Measured:
 class Criterion:
     """A criterion fixed in advance: ``kind`` (:data:`KINDS`), ``threshold`` (the paper's bound, or its predicted
     value for ``within``), ``text`` (the criterion in words), for ``within`` its ``margin`` and, for a one-sided
-    bound of the paper, ``side`` (only that side can fail), and for ``all`` its ``parts``."""
+    bound of the paper, ``side`` (only that side can fail), and for ``all`` its ``parts``; ``test`` is ``"t"`` (the
+    95 % t interval, default) or ``"sign"`` (the exact sign test of the per-seed values against ``threshold``, for
+    below/above: McNemar's exact test on paired 0/1 indicators)."""
 
     kind: str
     threshold: Optional[float] = None
@@ -126,6 +130,7 @@ class Criterion:
     parts: tuple = ()
     margin: Optional[float] = None
     side: Optional[str] = None
+    test: str = "t"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -138,9 +143,13 @@ class Criterion:
             raise ConfigError(f"margin must be a number >= 0 for a 'within' criterion; got {self.margin!r}")
         if self.side is not None and (self.kind != "within" or self.side not in SIDES):
             raise ConfigError(f"side must be one of {SIDES}, for a 'within' criterion only; got {self.side!r}")
+        if self.test not in TESTS or (self.test == "sign" and self.kind not in ("below", "above")):
+            raise ConfigError(f"test must be one of {TESTS} ('sign' for a below/above criterion only); got {self.test!r}")
 
     def to_json(self) -> dict:
         d = {"kind": self.kind, "threshold": self.threshold, "text": self.text}
+        if self.test != "t":
+            d["test"] = self.test
         if self.kind == "within":
             d["margin"] = self.margin
             if self.side:
@@ -165,6 +174,15 @@ def within(value: float, margin: float, text: str, side: Optional[str] = None) -
     value + margin]``, fails when it lies wholly outside. ``side="above"`` (the paper: at least about ``value``) or
     ``"below"`` (at most about ``value``): only ``value - margin`` (resp. ``value + margin``) is a decision point."""
     return Criterion("within", float(value), text, margin=float(margin), side=side)
+
+
+def sign_test_of(kind: str, threshold: float, text: str) -> Criterion:
+    """``below``/``above`` ``threshold`` judged by the exact sign test of the per-seed values (McNemar's exact test for
+    paired differences of 0/1 indicators): holds when the one-sided exact p-value of "above" (resp. "below") is
+    under 2.5 %, fails when that of the other side is (after Holm across the row)."""
+    if kind not in ("below", "above"):
+        raise ConfigError(f"kind must be 'below' or 'above' for a sign test; got {kind!r}")
+    return Criterion(kind, float(threshold), text, test="sign")
 
 
 def identity(tolerance: float, text: str) -> Criterion:
@@ -257,22 +275,21 @@ class Claim:
 
     def _part_json(self, part: Criterion, m: Measured) -> dict:
         d = m.to_json()
-        if part.kind == "diagnostic":
+        if part.kind in ("diagnostic", "identity"):
             return d
-        d["holds"] = part_outcome(part.to_json(), d)
-        if part.kind == "identity":
-            return d
-        if d["holds"] is None:
-            d["seeds_to_decide"] = seeds_needed(part.to_json(), d)
         if self.failing is not None and len(m.values) == m.n_seeds and m.n_seeds >= 1:
             d["tail"] = tail(m.values, [self.failing.fails(part, v) for v in m.values])
         return d
 
     def _measured_json(self, m) -> dict:
+        """The measurement as JSON, with what the rule derives (:func:`annotate`: each part's ``holds`` with Holm
+        across the row, ``p_fail``, ``p_holm``, ``seeds_to_decide`` and ``decides_toward``)."""
         if isinstance(m, list):
-            return {"mean": None, "low": None, "high": None, "n_seeds": min(x.n_seeds for x in m), "values": [],
-                    "all": [self._part_json(p, x) for p, x in zip(self.criterion.parts, m)]} if m else {}
-        return self._part_json(self.criterion, m)
+            raw = {"mean": None, "low": None, "high": None, "n_seeds": min(x.n_seeds for x in m), "values": [],
+                   "all": [self._part_json(p, x) for p, x in zip(self.criterion.parts, m)]} if m else {}
+        else:
+            raw = self._part_json(self.criterion, m)
+        return annotate(self.criterion.to_json(), raw) if raw else raw
 
     def _verdict(self, m) -> str:
         return verdict_of({"criterion": self.criterion_json(), "measured": self._measured_json(m)})
@@ -327,8 +344,9 @@ class Judgement:
         return m["all"] if self.claim.criterion.kind == "all" else [m]
 
     def outcomes(self) -> list:
-        """Each part's outcome: ``True`` holds, ``False`` fails, ``None`` undecided."""
-        return [part_outcome(p.to_json(), m) for p, m in zip(self.claim.parts, self._part_jsons())]
+        """Each part's outcome: ``True`` holds, ``False`` fails (after Holm across the row), ``None`` undecided."""
+        return [m.get("holds") if p.kind != "identity" else part_outcome(p.to_json(), m)
+                for p, m in zip(self.claim.parts, self._part_jsons())]
 
     def parts_failing(self) -> list:
         """The words of the parts that do not hold (``all`` criteria), for the prose: a part that fails as it is
@@ -347,9 +365,10 @@ class Judgement:
         return [p.text for p, o in zip(self.claim.parts, self.outcomes()) if o is False]
 
     def parts_undecided(self) -> list:
-        """``(words, seeds that would decide it at the measured spread or None)`` of each undecided part."""
-        return [(p.text, m.get("seeds_to_decide")) for p, m, o in zip(self.claim.parts, self._part_jsons(),
-                                                                       self.outcomes()) if o is None]
+        """``(words, seeds that would decide it at the measured spread or None, "holds" / "fails" / None: the side
+        those seeds would decide it toward)`` of each undecided part."""
+        return [(p.text, m.get("seeds_to_decide"), m.get("decides_toward"))
+                for p, m, o in zip(self.claim.parts, self._part_jsons(), self.outcomes()) if o is None]
 
     def tails(self) -> list:
         """Each part's tail (failing seeds, Clopper-Pearson interval, median and quartiles) when the row declares a

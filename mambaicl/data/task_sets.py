@@ -20,9 +20,32 @@ import torch
 from ..checks import ConfigError, check_choice, check_int
 from .tasks import all_tasks, check_condition_1, training_tasks
 
-__all__ = ["TASK_SETS", "task_set", "meeting_distance", "groups_for", "tasks_by_group_for"]
+__all__ = ["TASK_SETS", "COMPLETE_SETS", "complete_set", "T18_TASKS", "task_set", "meeting_distance", "groups_for", "tasks_by_group_for"]
 
 TASK_SETS = ("cycle", "cycle+reversed", "reversal pairs", "two 3-cycles")
+#: Condition-1 training sets whose meeting graph is complete (every two patterns meet in some training task), for
+#: M1 = 6: ``"T18"`` (Chapter 10's 18 tasks: an orientation of the 15 pairs with out-degrees 3, 3, 3, 2, 2, 2, plus
+#: three reversed tasks that balance the labels) and ``"all 30 tasks"`` (the whole of 𝒯)
+COMPLETE_SETS = ("T18", "all 30 tasks")
+T18_TASKS = ((1, 0), (2, 0), (3, 0), (0, 4), (0, 5), (2, 1), (3, 1), (4, 1), (1, 5), (3, 2), (4, 2), (5, 2),
+             (4, 3), (5, 3), (5, 4), (0, 3), (1, 4), (2, 5))
+
+
+def complete_set(name: str, M1: int = 6) -> torch.Tensor:
+    """The training tasks ``(n, 2)`` of the complete set ``name`` (:data:`COMPLETE_SETS`); checked: Condition 1
+    holds and every two patterns meet (a :class:`~mambaicl.checks.ConfigError` otherwise)."""
+    check_choice("complete set", name, COMPLETE_SETS)
+    M1 = check_int("M1", M1, 3)
+    if name == "T18":
+        if M1 != 6:
+            raise ConfigError(f"complete set 'T18' needs M1 = 6; got {M1}")
+        tasks = torch.tensor(T18_TASKS, dtype=torch.long)
+    else:
+        tasks = all_tasks(M1)
+    dist = meeting_distance(tasks, M1)
+    if not check_condition_1(tasks, M1) or not bool((dist[~torch.eye(M1, dtype=torch.bool)] == 1).all()):
+        raise ConfigError(f"complete set {name!r} must satisfy Condition 1 and meet every pair for M1 = {M1}")
+    return tasks
 
 
 def task_set(name: str, M1: int) -> torch.Tensor:

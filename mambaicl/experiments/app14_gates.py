@@ -87,6 +87,18 @@ class App14GatesResult(Result):
     final_train_loss: float
     stack: object = internal()
 
+    def claims(self) -> dict:
+        """The row ``app14-gates`` (Chapter 8, App. 14): per alpha, each seed's median outlier/clean gate ratio
+        (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        import numpy as np
+
+        from ..analysis.claims import OUTCOME, ClaimParts
+
+        return {"app14-gates": ClaimParts(
+            "median outlier/clean gate " + ", ".join(f"{np.median(r):.1e} at α = {a}"
+                                                     for a, r in zip(self.alphas, self.gate_ratio))
+            + f" ({len(self.seeds)} seeds); outcome: {OUTCOME}", parts=self.gate_ratio)}
+
 
 def run(preset: App14GatesPreset = APP14, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> App14GatesResult:
     """Train App. 14's Mamba for every seed (one batched run) and read its gates at each ``alpha`` (rule C)."""

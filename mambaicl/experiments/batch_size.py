@@ -70,6 +70,24 @@ class BatchResult(Result):
     needed: dict  # [kind][s]
     models: dict = internal()
 
+    def log_ratio(self) -> list:
+        """Per seed, ``log2 B_M - log2 B_T``: the batch Mamba needs over the linear Transformer's, in octaves."""
+        return [math.log2(m) - math.log2(t) for m, t in zip(self.needed["mamba"], self.needed["linear"])]
+
+    def claims(self) -> dict:
+        """The row ``batch-size`` (Chapter 8, Remark 4): :meth:`log_ratio` per seed
+        (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        import numpy as np
+
+        from ..analysis.claims import ClaimParts
+        from ..analysis.stats import mean_se
+
+        logdiff = self.log_ratio()
+        m, se = mean_se(logdiff)
+        return {"batch-size": ClaimParts(
+            f"log2 B_M − log2 B_T = {m:+.2f} ± {se:.2f} (median B: Mamba {np.median(self.needed['mamba']):g}, "
+            f"linear Transformer {np.median(self.needed['linear']):g}; {len(self.seeds)} seeds)", per_seed=logdiff)}
+
 
 def run(preset: BatchPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> BatchResult:
     """Train both models with every batch size for every seed; the batch each needs to match its largest-batch loss."""

@@ -191,6 +191,60 @@ class BoundaryResult(Result):
         return [[self.boundary[kind][j][k]["mean"] - pred(j, k) for k in range(len(self.l_tss))]
                 for j in range(len(self.p_as))]
 
+    def margins(self) -> dict:
+        """``{model: per seed, the smallest margin over the cells of alpha* above the boundary Theorem 2 (Mamba) or
+        4 (linear) guarantees}`` (:func:`mambaicl.analysis.claims.boundary_margins`)."""
+        from ..analysis.claims import boundary_margins
+
+        P = self.spec
+        return {k: boundary_margins(self.alpha_star(k), P.p_as, P.l_tss, P.data.l_tr, P.data.M1, k)
+                for k in ("mamba", "linear")}
+
+    def gaps(self, kappa, level) -> tuple:
+        """``(|alpha* - (1 - log M1/l_ts)|, |alpha* - min(1, r)|)`` per cell (Mamba, means over seeds)."""
+        cells, P = self.cells("mamba", kappa, level), self.spec
+        idx = [(j, k) for j in range(len(P.p_as)) for k in range(len(P.l_tss))]
+        return ([abs(cells[j][k]["mean"] - self.predicted_mamba_d[k]) for j, k in idx],
+                [abs(cells[j][k]["mean"] - self.predicted_mamba[j][k]) for j, k in idx])
+
+    def kappa_levels(self) -> list:
+        """``[(kappa_a', its name, error level)]`` of the rows of ``boundary-kappa``, in the registry's order."""
+        P = self.spec
+        return [(kap, name, lvl) for kap, name in ((P.data.kappa_a, "κa"), (P.kappas[0], "κa/L"))
+                for lvl in P.all_levels]
+
+    def claims(self) -> dict:
+        """The rows ``breakdown`` (per seed, :meth:`margins`), ``boundary`` (Mamba's alpha* at the longest minus the
+        shortest l_ts) and ``boundary-kappa`` (the smallest alpha* - 1/2 over the cells with r <= 1/2, at each test
+        outlier magnitude and error level) of Chapter 7 (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import ClaimParts
+        from ..analysis.stats import compare, interval, mean_se
+
+        P, S, margins = self.spec, len(self.seeds), self.margins()
+        cells = [(j, k) for j in range(len(P.p_as)) for k in range(len(P.l_tss))]
+        m_stars = [self.boundary["mamba"][j][k]["mean"] for j, k in cells]
+        lt_stars = [self.boundary["linear"][j][k]["mean"] for j, k in cells]
+        eff = compare(self.effect("mamba", "l_ts"), [0.0] * S)
+        d_gap = self.gaps(P.kappas[0], P.level)[0]
+        halves = [(name, lvl, interval(self.beyond_half("mamba", kap, lvl))) for kap, name, lvl in self.kappa_levels()]
+        return {
+            "breakdown": ClaimParts(
+                "smallest margin over the 25 cells of alpha* above the guaranteed boundary (conditions (c) and (d), "
+                "constants 1): " + "; ".join(f"{name} {mean_se(margins[k])[0]:+.2f}"
+                                             for k, name in (("mamba", "Mamba"), ("linear", "linear Transformer")))
+                + f" ({S} seeds; alpha* = error {P.level:g})", parts=[margins["mamba"], margins["linear"]]),
+            "boundary": ClaimParts(
+                f"Mamba alpha* {min(m_stars):.2f}-{max(m_stars):.2f} over 25 (p_a, l_ts) cells, far above min(1, r) "
+                f"and rising with l_ts ({eff.diff:+.2f} ± {eff.se:.2f}), within {max(d_gap):.2f} of 1 - log(M1)/l_ts; "
+                f"linear Transformer {min(lt_stars):.2f}-{max(lt_stars):.2f} < 1/2 ({S} seeds)",
+                per_seed=self.effect("mamba", "l_ts")),
+            "boundary-kappa": ClaimParts(
+                f"smallest α* − 1/2 over the cells with r ≤ 1/2 (Mamba, {S} seeds, 95 % t): "
+                + "; ".join(f"κ_a′ = {name}, level {lvl:g}: {h.mean:+.2f} [{h.low:+.2f}, {h.high:+.2f}]"
+                            for name, lvl, h in halves),
+                parts=[self.beyond_half("mamba", kap, lvl) for kap, _, lvl in self.kappa_levels()]),
+        }
+
 
 def _boundary_stats(per_seed: list, alpha_max: float) -> dict:
     """Mean and SE of per-seed crossings; a censored seed counts as ``alpha_max`` (so the mean is a lower bound)."""

@@ -68,6 +68,27 @@ class ContextResult(Result):
     needed: dict  # [kind][alpha index][s]
     models: dict = internal()
 
+    def median_needed(self) -> dict:
+        """``{(model, alpha): median over seeds of the l_ts needed}`` (``CENSOR``: never on the grid)."""
+        import numpy as np
+
+        return {(k, a): np.median(self.needed[k][i]) for k in ("mamba", "linear") for i, a in enumerate(self.alphas)}
+
+    def claims(self) -> dict:
+        """The row ``context-examples`` (Chapter 8): per seed, the l_ts the linear Transformer needs minus Mamba's,
+        at alpha = 0.3 and 0.45 (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import ClaimParts
+
+        ia = {a: i for i, a in enumerate(self.alphas)}
+        need = self.median_needed()
+        lt45 = need["linear", 0.45]
+        return {"context-examples": ClaimParts(
+            f"l_ts needed for error ≤ {self.level:g} (median over {len(self.seeds)} seeds): Mamba {need['mamba', 0.3]:g}"
+            f" and {need['mamba', 0.45]:g}, linear Transformer {need['linear', 0.3]:g} and "
+            f"{'never (≤ 64)' if lt45 == CENSOR else format(lt45, 'g')} at α = 0.3 and 0.45",
+            parts=[[lt - m for lt, m in zip(self.needed["linear"][ia[a]], self.needed["mamba"][ia[a]])]
+                   for a in (0.3, 0.45)])}
+
 
 def run(preset: ContextPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> ContextResult:
     """Train Figure 2's Mamba and linear Transformer for every seed and test them over ``l_grid`` at each ``alpha``."""

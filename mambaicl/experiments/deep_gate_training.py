@@ -88,6 +88,25 @@ class DeepGateResult(Result):
     rate_after: list  # [s]: the same after zero_step (nan if zero_step is -1)
     active_at_zero: list  # [s]: active fraction at zero_step (nan if -1)
 
+    def reached(self) -> list:
+        """The indices of the seeds whose validation hinge reaches zero."""
+        return [i for i, z in enumerate(self.zero_step) if z >= 0]
+
+    def claims(self) -> dict:
+        """The row ``deep-gate-after-zero`` (Chapter 8): per seed that reaches zero, layer 1's gate rate after over
+        before (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import OUTCOME, ClaimParts
+        from ..analysis.stats import mean_se
+
+        reached = self.reached()
+        (z_m, z_se), (b_m, b_se), (a_m, a_se) = (mean_se([x[i] for i in reached])
+                                                 for x in (self.zero_step, self.rate_before, self.rate_after))
+        return {"deep-gate-after-zero": ClaimParts(
+            f"validation hinge at zero after {z_m:.0f} ± {z_se:.0f} updates ({len(reached)} of {len(self.seeds)} "
+            f"seeds); layer 1's log gate ratio moves {b_m:.3f} ± {b_se:.3f} per 100 updates before, {a_m:.3f} ± "
+            f"{a_se:.3f} after; outcome: {OUTCOME}",
+            parts=[[self.rate_after[i] / self.rate_before[i] for i in reached if self.rate_before[i] > 0]])}
+
 
 def _record(model, val, pr) -> tuple:
     """Validation hinge, the active fraction, and every layer's log outlier/clean gate ratio of one member."""

@@ -185,6 +185,27 @@ class GatesResult(Result):
     histories: dict = internal()
     spec: GatesPreset = internal()
 
+    def decay_only(self) -> list:
+        """The families whose gate never reads the example's own token (App. 12's decay-only gates), ``none`` aside."""
+        from ..models.gla import OWN_TOKEN_GATE
+
+        return [f for f in self.families if f not in OWN_TOKEN_GATE and f != "none"]
+
+    def claims(self) -> dict:
+        """The row ``gates`` (Chapter 7, App. 12): per seed, the smallest error at alpha = 0.8 over the decay-only
+        families (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import ClaimParts
+
+        i8, S = self.alphas.index(0.8), len(self.seeds)
+        m2 = [self.errors_per_seed["mamba2"][s][i8] for s in range(S)]
+        return {"gates": ClaimParts(
+            f"error at alpha = 0.8 (rule A, {S} seeds): " + ", ".join(f"{f} {self.errors[f][i8]:.2f}" for f in self.families)
+            + "; every decay-only or fixed gate (App. 12's Mamba-2, gated retention, GLA recurrence, RetNet) follows the "
+            "flipped majority (> 1/2) like no gate; Mamba and App. 12's output-gated GLA stay below 1/2 (Mamba-2 with "
+            f"Delta on the input: {sum(e < 0.5 for e in m2)} of {S} seeds)",
+            per_seed=[min(self.errors_per_seed[f][s][i8] for f in self.decay_only()) for s in range(S)],
+            n_prompts=self.n_test)}
+
 
 def run(preset: GatesPreset = APP12, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> GatesResult:
     """Train every family for every seed, sweep alpha (rule A) and read the gates at ``gate_alpha``."""

@@ -73,6 +73,25 @@ class KappaResult(Result):
     error: dict  # [kind][kappa index][s]
     models: dict = internal()
 
+    def rise(self) -> dict:
+        """``{model: per seed, validation hinge at the second kappa_a minus at the first}``."""
+        return {kind: [b - a for a, b in zip(self.hinge[kind][0], self.hinge[kind][1])] for kind in ("mamba", "linear")}
+
+    def claims(self) -> dict:
+        """The row ``kappa-lower-bound`` (Chapter 8): per seed, Mamba's hinge rise minus the linear Transformer's
+        (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        import numpy as np
+
+        from ..analysis.claims import ClaimParts
+        from ..analysis.stats import mean_se
+
+        rise = self.rise()
+        return {"kappa-lower-bound": ClaimParts(
+            f"validation hinge rise from κ_a = {self.kappas[0]:g} to {self.kappas[1]:.2g}: Mamba "
+            f"{np.mean(rise['mamba']):+.3f} ± {mean_se(rise['mamba'])[1]:.3f}, linear Transformer "
+            f"{np.mean(rise['linear']):+.3f} ± {mean_se(rise['linear'])[1]:.3f} ({len(self.seeds)} seeds)",
+            per_seed=[m - l for m, l in zip(rise["mamba"], rise["linear"])])}
+
 
 def run(preset: KappaPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> KappaResult:
     """Train both models at every ``kappa_a`` for every seed; validate on Definition 1 prompts at that ``kappa_a``."""

@@ -50,7 +50,7 @@ from ..recipes.mechanism import (SeedRun, build, mechanism_tasks, search, seed_m
                                  setting, token_norms)
 
 __all__ = ["MechanismPreset", "ONE_LAYER", "FIG3", "FIG3_NONE", "MAMBA1", "PRESETS",
-           "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "SeedRun", "setting", "build", "seed_members",
+           "DEFAULT_PRESET", "DEFAULT_SEEDS", "MechanismResult", "chapter_claims", "SeedRun", "setting", "build", "seed_members",
            "seed_runs", "search", "run", "log_steps", "decay_summary", "mechanism_tasks"]
 
 ONE_LAYER, DEFAULT_SEEDS = ONE_LAYER_MECHANISM, MECHANISM_SEEDS
@@ -131,6 +131,39 @@ class MechanismResult(Result):
     def group_error(self, group: str) -> tuple[float, float]:
         """Mean and SE over seeds (seeds and prompts counted) of the test error on one task group."""
         return error_mean_se(self.groups[group], self.config["n_group"])
+
+    def claims(self) -> dict:
+        """The rows this run measures alone: ``mamba1-mechanism`` (the MAMBA1 preset: per seed, the reversed-task
+        error, beside the training and far tasks'; appendix). Chapter 5's rows compare several runs:
+        :func:`chapter_claims`."""
+        from ..analysis.claims import ClaimParts
+        from ..analysis.text import mean_se_text as mst
+
+        if self.preset != "mamba1":
+            return {}
+        n_g, n_test = self.config["n_group"], self.config["n_test"]
+        rev, tr = self.groups["reversed"], self.groups["training"]
+        far = [sum(v) / 2 for v in zip(self.groups["distance 2"], self.groups["distance 3"])]
+        return {"mamba1-mechanism": ClaimParts(
+            f"training tasks {mst(tr, 3, n_g, seeds=False)}, reversed tasks {mst(rev, 3, n_g, seeds=False)}, "
+            f"distance 2-3 {mst(far, 3, n_g, seeds=False)}; test error {mst(self.test_error, 3, n_test, seeds=False)} "
+            f"({len(self.seeds)} seeds)", per_seed=rev, n_prompts=n_g)}
+
+    def ratio_by_group(self) -> dict:
+        """``{task group: per seed, first layer's other/same sum}`` (Corollary 1, signed)."""
+        from ..analysis.text import GROUP_ORDER
+
+        return {g: [o / s for s, o in zip(self.group_sum(g, "same"), self.group_sum(g, "other"))] for g in GROUP_ORDER}
+
+    def same_all(self) -> list:
+        """Per seed, the first layer's same-pattern sum averaged over the four task groups."""
+        from ..analysis.text import GROUP_ORDER
+
+        return [sum(vals) / len(vals) for vals in zip(*(self.group_sum(g, "same") for g in GROUP_ORDER))]
+
+    def suppressing(self, threshold: float) -> list:
+        """``[[seed's median outlier/clean gate < threshold] per seed] per layer``."""
+        return [[v < threshold for v in self.per_seed(layer, "gate_ratio")] for layer in range(len(self.layers))]
 
 
 def _step_size(preset: MechanismPreset, seeds, device) -> tuple:
@@ -232,3 +265,76 @@ def run(preset: MechanismPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, pro
                            group_sums=tables["group_sums"], placement=tables["placement"], lr=float(lr), search=found,
                            token_norms=tables["norms"], runs=runs, reports=reports, prompts=measured[0]["prompts"],
                            **_training_fields(preset, runs))
+
+
+def chapter_claims(one: MechanismResult, deep: MechanismResult, none: MechanismResult, m1: MechanismResult) -> dict:
+    """Chapter 5's rows, from its four runs (presets ``one_layer``, ``fig3``, ``fig3_none``, ``mamba1``):
+    Corollaries 1 and 2 on the one-layer model, Figure 3 and App. Figures 4-5 on the three-layer stack, whether each
+    deep stack learns in context, what RMSNorm does to the gates, and where the outliers sit (§4.2).
+
+    Returns:
+        ``{claim key: ClaimParts}`` (:class:`~mambaicl.analysis.claims.ClaimParts`).
+    """
+    import numpy as np
+
+    from ..analysis.claims import CLAIMS, ClaimParts
+    from ..analysis.text import GROUP_ORDER, mean_se_text as mst
+
+    n, n_g, S = deep.config["n_test"], deep.config["n_group"], len(deep.seeds)
+    n_pd, n_pl = deep.config["n_placement"], one.config["n_placement"]
+    suppress = CLAIMS["cor2i"].criterion.threshold  # Cor. 2(i): outlier/clean median gate below 1/M1
+    gate_ratio, L0, L1 = one.per_seed(0, "gate_ratio"), one.layers[0], deep.layers[0]
+    same_0 = [s[0][0] for s in one.sums["same"]]  # at initialisation, per seed
+    rbg = {"one": one.ratio_by_group(), "deep": deep.ratio_by_group()}
+    signed = lambda k: ", ".join(f"{g} {np.mean(rbg[k][g]):+.2f}" for g in GROUP_ORDER)  # noqa: E731
+    gap_T = [s - o for s, o in zip(L1["same"], L1["other"])]
+    gap_0 = [s[0][0] - o[0][0] for s, o in zip(deep.sums["same"], deep.sums["other"])]
+    gap_l = {layer: [s - o for s, o in zip(deep.layers[layer]["same"], deep.layers[layer]["other"])] for layer in (1, 2)}
+    deep_runs = {"three layers, RMSNorm": deep, "three layers, no normalisation": none, "three Mamba-1 blocks": m1}
+    rev = {name: res.groups["reversed"] for name, res in deep_runs.items()}
+    sup = {"rms": deep.suppressing(suppress), "none": none.suppressing(suppress)}
+    pl, pd_ = one.placement, deep.placement
+    cq_minus_fq = lambda p: [c - f for c, f in zip(p["CQ"]["error"], p["FQ"]["error"])]  # noqa: E731
+    return {
+        "cor2i": ClaimParts(f"median outlier/clean gate {mst(gate_ratio, 1, seeds=False, fmt='e')} "
+                            f"({len(one.seeds)} seeds, one layer)", per_seed=gate_ratio),
+        "cor2ii": ClaimParts(
+            f"clean gates fall by {mst(L0['decay_factor'], 2, seeds=False)} per clean example (1/2 in the bound's "
+            f"proof; R^2 >= {min(L0['decay_r2']):.3f}) ({len(one.seeds)} seeds, one layer)", per_seed=L0["decay_factor"]),
+        "three-layer-error": ClaimParts(
+            f"test error {mst(deep.test_error, 3, n, seeds=False)} (one layer {mst(one.test_error, 3, n, seeds=False)}"
+            f"; no normalisation {mst(none.test_error, 3, n, seeds=False)}), {S} seeds, step size searched, "
+            "trained to a validation plateau", per_seed=deep.test_error, n_prompts=n),
+        "deep-icl": ClaimParts("; ".join(f"{name}: reversed-task error {mst(v, 3, n_g, seeds=False)}"
+                                         for name, v in rev.items()) + f" ({S} seeds)",
+                               parts=list(rev.values()), n_prompts=n_g),
+        "cor1": ClaimParts(
+            f"same-pattern sum {mst(L0['same'], 1, seeds=False)} (from {mst(same_0, 2, seeds=False)}); signed "
+            f"other/same by group: {signed('one')} ({len(one.seeds)} seeds, one layer)",
+            parts=[one.same_all()] + [rbg["one"][g] for g in GROUP_ORDER]),
+        "fig3": ClaimParts(
+            f"layer 1: same - other grows from {mst(gap_0, 2, seeds=False)} to {mst(gap_T, 2, seeds=False)}; signed "
+            f"other/same by group: {signed('deep')} ({S} seeds)",
+            parts=[[t - z for t, z in zip(gap_T, gap_0)], deep.same_all()] + [rbg["deep"][g] for g in GROUP_ORDER]),
+        "gate-figure": ClaimParts(
+            f"layer 1: median outlier/clean gate {mst(deep.per_seed(0, 'gate_ratio'), 2, seeds=False)}; clean gates "
+            f"fall by {mst(L1['decay_factor'], 2, seeds=False)} per clean example ({S} seeds)",
+            parts=[deep.per_seed(0, "gate_ratio"), L1["decay_factor"]]),
+        "app-figs45": ClaimParts(
+            "; ".join(f"layer {layer + 1}: |other|/same {r[0]:.2f} ± {r[1]:.2f}, outlier/clean gate {g[0]:.2f} ± "
+                      f"{g[1]:.2f}" for layer, r, g in ((layer, mean_se(deep.per_seed(layer, "other_over_same")),
+                                                         mean_se(deep.per_seed(layer, "gate_ratio"))) for layer in (1, 2)))
+            + f" ({S} seeds)",
+            parts=[gap_l[1], deep.per_seed(1, "gate_ratio"), gap_l[2], deep.per_seed(2, "gate_ratio")]),
+        "rmsnorm": ClaimParts(
+            "seeds whose gate suppresses outliers (ratio < 1/M1), per layer: " + "; ".join(
+                f"layer {layer + 1}: {sum(sup['rms'][layer])} of {S} with RMSNorm, {sum(sup['none'][layer])} of "
+                f"{S} without" for layer in range(3)) + f"; test error {mst(deep.test_error, 3, n, seeds=False)} "
+            f"vs {mst(none.test_error, 3, n, seeds=False)}",
+            parts=[[float(a) - float(b) for a, b in zip(sup["none"][layer], sup["rms"][layer])] for layer in range(3)]),
+        "locality": ClaimParts(
+            f"test error FQ {mst(pd_['FQ']['error'], 3, n_pd, seeds=False)}, CQ "
+            f"{mst(pd_['CQ']['error'], 3, n_pd, seeds=False)} (three layers); one layer FQ "
+            f"{mst(pl['FQ']['error'], 3, n_pl, seeds=False)}, CQ {mst(pl['CQ']['error'], 3, n_pl, seeds=False)}",
+            parts=[cq_minus_fq(pl), cq_minus_fq(pd_)]),
+    }

@@ -124,6 +124,20 @@ class MulticlassResult(Result):
     models: dict = internal()  # models[model]: the trained H-head seed-stacked model
     spec: MulticlassPreset = internal()
 
+    def claims(self) -> dict:
+        """The row ``multiclass`` (Chapter 7, App. 13): per seed, Mamba's minus the linear Transformer's error at
+        C = 8, alpha = 0.6 (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import ClaimParts
+
+        ps, E = self.errors_all_per_seed, self.errors_all
+        i0, i6 = self.alphas.index(0.0), self.alphas.index(0.6)
+        at6 = lambda k: " / ".join(f"{E[k][c][i6]:.2f}" for c in ("2", "4", "8"))  # noqa: E731
+        return {"multiclass": ClaimParts(
+            f"C = 2 / 4 / 8 at alpha = 0.6: Mamba {at6('mamba')}, merged {at6('mamba_merged')}, linear Transformer "
+            f"{at6('linear')}; at alpha = 0, C = 8: Mamba {E['mamba']['8'][i0]:.2f} vs linear "
+            f"{E['linear']['8'][i0]:.2f} ({len(self.seeds)} seeds)",
+            per_seed=[ps["mamba"]["8"][s][i6] - ps["linear"]["8"][s][i6] for s in range(len(self.seeds))])}
+
 
 def run(preset: MulticlassPreset = APP13, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> MulticlassResult:
     """Train the ``H``-head models once per kind and test C = 2^H' for every ``H'`` of ``preset.levels``."""

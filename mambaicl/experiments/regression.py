@@ -230,6 +230,23 @@ class RegressionResult(Result):
     models: dict = internal()
     spec: RegressionPreset = internal()
 
+    def claims(self) -> dict:
+        """The row ``regression`` (Chapter 7, App. 14): per seed, Mamba's minus the linear Transformer's squared
+        error at alpha = 0.8 in App. 14's setting (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import ClaimParts
+        from ..analysis.stats import compare
+
+        lin, sq, P = self.linreg_vs_alpha, self.app14["squared"], self.spec
+        i8, i9 = self.app14["alphas"].index(0.8), self.alphas.index(0.9)
+        c9 = compare(lin["one_layer/mamba"][i9]["per_seed"], lin["one_layer/linear"][i9]["per_seed"])
+        return {"regression": ClaimParts(
+            f"App. 14 squared error at alpha = 0.8: Mamba {sq['mamba'][i8]['mean']:.2f} vs linear "
+            f"{sq['linear'][i8]['mean']:.2f} ({len(self.seeds)} seeds); linear regression (d = {P.task.d}, Park et "
+            f"al.'s dummy outliers, p_a = {P.task.p_a:g}, l = {self.l_alphas}), one layer: at alpha = 0.9 Mamba - "
+            f"linear = {c9.diff:+.2f} ± {c9.se:.2f}, least squares {lin['least_squares'][i9]['mean']:.2f}, predicting "
+            f"0 {lin['predict_zero'][i9]['mean']:.2f}; three-layer models not judged (preset converged)",
+            per_seed=[m - l for m, l in zip(sq["mamba"][i8]["per_seed"], sq["linear"][i8]["per_seed"])])}
+
 
 def _linreg_curves(preset: RegressionPreset, models: dict, seeds) -> tuple:
     task = preset.task

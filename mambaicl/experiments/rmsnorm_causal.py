@@ -75,6 +75,19 @@ class RmsnormCausalResult(Result):
     test_error: dict  # {"after_first" | "rms": [s]} (all tasks, alpha of the preset)
     results: dict = internal()  # the two MechanismResults
 
+    def claims(self) -> dict:
+        """The row ``rmsnorm-causal`` (Chapter 8): per seed, layer 1 suppressing without its norm minus with it
+        (0/1 each), and the reversed-task error without it (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.claims import OUTCOME, ClaimParts
+        from ..analysis.stats import error_mean_se
+
+        n, af, rms = len(self.seeds), self.suppress["after_first"][0], self.suppress["rms"][0]
+        rev_m, rev_se = error_mean_se(self.reversed_error["after_first"], self.n_group)
+        return {"rmsnorm-causal": ClaimParts(
+            f"layer 1 suppresses in {int(sum(af))}/{n} seeds without its norm, {int(sum(rms))}/{n} with it; "
+            f"reversed-task error {rev_m:.3f} ± {rev_se:.3f}; outcome: {OUTCOME}",
+            parts=[[a - b for a, b in zip(af, rms)], self.reversed_error["after_first"]], n_prompts=None)}
+
 
 def run(preset: RmsnormCausalPreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None,
         progress: bool = True) -> RmsnormCausalResult:

@@ -129,6 +129,27 @@ class SeedTailResult(Result):
     stack: object = internal()
     spec: SeedTailPreset = internal()
 
+    def claims(self) -> dict:
+        """The rows this result measures (:class:`~mambaicl.analysis.claims.ClaimParts`), Chapter 8:
+        ``fig2-information-bound`` (per rule, each seed's all-task error at ``alpha`` minus the information bound;
+        ``4 n_test`` prompts behind each) and ``fig2-seed-tail`` (Spearman's rho of the declared predictor and the
+        claim-task error, with its Fisher-z interval, handed over as one Measured)."""
+        from ..analysis.claims import OUTCOME, ClaimParts, Measured
+        from ..analysis.stats import error_mean_se
+
+        S, n_all, rho = len(self.seeds), 4 * self.n_test, self.spearman
+        m_a, se_a = error_mean_se(self.all_error["A"], n_all)
+        return {
+            "fig2-information-bound": ClaimParts(
+                f"all-task error at α = 0.8 {m_a:.3f} ± {se_a:.3f} (rule A, {S} seeds) against the bound "
+                f"{self.bound_all:.3f}; outcome: {OUTCOME}",
+                parts=[[e - self.bound_all for e in self.all_error[rule]] for rule in self.spec.rules], n_prompts=n_all),
+            "fig2-seed-tail": ClaimParts(
+                f"ρ = {rho['rho']:.2f} [{rho['low']:.2f}, {rho['high']:.2f}] over {S} seeds; "
+                f"{len(self.failing)} failing seed(s); outcome: {OUTCOME}",
+                per_seed=Measured(rho["rho"], rho["low"], rho["high"], S, tuple(self.predictor))),
+        }
+
 
 def run(preset: SeedTailPreset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> SeedTailResult:
     """Train Figure 2's Mamba for every seed (one batched run), test it at ``preset.alpha`` on every task group

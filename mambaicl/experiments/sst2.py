@@ -344,6 +344,57 @@ class SST2Result(Result):
     features: dict = internal()  # {regime: SST2Features}
 
 
+    def claims(self) -> dict:
+        """Chapter 6's rows (``sst2-main``, ``-table1``, ``-table2``, ``-tables3-4``, ``-curriculum`` on the confident
+        regime, ``-table5`` on the held-out one): each regime's checks (:func:`mambaicl.analysis.sst2.claims`) as
+        the registry's inputs, with the row's text (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        from ..analysis.sst2 import claim_parts
+
+        R = self.to_dict()["regimes"]
+        held, conf, raw, S, a = R["held-out"], R["confident"], self.raw["confident"], len(self.seeds), 0.75
+        fqrcq = ("FQ", "R", "CQ")
+        main, t1, t2, cur = (raw[t.name] for t in (MAIN_TABLE, TABLE_1, TABLE_2, CURRICULUM))
+        acc_m, acc_l, acc2 = main["acc"]["mamba"], main["acc"]["linear"], t2["acc"]
+        c_lin = sentence_contrast([(s_, [d[(a, p)] for d in main["acc_seeds"]["linear"]],
+                                    [e[(a, p)] for e in main["resid"]["linear"]]) for s_, p in ((1, "CQ"), (-1, "FQ"))],
+                                  main["n_prompts"])
+        fq = {h: t1["acc"][f"linear H={h}"][(0.5, "FQ")] for h in (1, 2, 3, 4)}
+        lo, hi = min(TABLE_2.alphas), max(TABLE_2.alphas)
+        fall = {n: sum(acc2[n][(lo, p)] - acc2[n][(hi, p)] for p in TABLE_2.placements) / 3 for n in acc2}
+        c34 = conf["claims"]["tables3_4"][0]
+        c = cur["acc"]["mamba (R then CQ)"]
+        drop_m = acc_m[(a, "FQ")] - acc_m[(a, "CQ")]
+        recovered = (c[(a, "CQ")] - acc_m[(a, "CQ")]) / drop_m
+        se_recovered = conf["claims"]["curriculum"][1]["se"] / drop_m  # delta method: the half-recovery contrast's SE
+        t5 = {k: held["pca"][str(k)] for k in (*PCA_KS, "all")}
+        return {
+            "sst2-main": claim_parts(conf["claims"], "main", (
+                "Mamba " + " / ".join(f"{acc_m[(a, p)]:.1f}" for p in fqrcq)
+                + ", linear " + " / ".join(f"{acc_l[(a, p)]:.1f}" for p in fqrcq)
+                + f" (FQ / R / CQ, ± ≤ {max(max(main['se'][n].values()) for n in main['se']):.1f}, "
+                + f"{S} seeds, confident regime; ceiling {min(main['oracle'].values()):.1f}+); "
+                + f"linear CQ - FQ {c_lin.diff:+.1f} ± {c_lin.se:.1f}")),
+            "sst2-table1": claim_parts(conf["claims"], "table1", (
+                "FQ " + " / ".join(f"{fq[h]:.1f}" for h in (1, 2, 3, 4))
+                + f" (H = 1…4, α = 0.5, ± ≤ {max(max(v.values()) for v in t1['se'].values()):.1f}, {S} seeds, "
+                "confident regime)")),
+            "sst2-table2": claim_parts(conf["claims"], "table2", (
+                "; ".join(f"{n} " + " / ".join(f"{acc2[n][(0.5, p)]:.1f}" for p in fqrcq)
+                          for n in ("mamba", "linear", "softmax"))
+                + f" (FQ / R / CQ, α = 0.5, ± ≤ {max(max(se.values()) for se in t2['se'].values()):.1f}, {S} seeds)")),
+            "sst2-tables3-4": claim_parts(conf["claims"], "tables3_4", (
+                f"from α = {lo} to {hi}: linear loses {fall['linear']:.1f}, softmax {fall['softmax']:.1f} "
+                f"points (mean over placements; difference {c34['diff']:.1f} ± {c34['se']:.1f})")),
+            "sst2-curriculum": claim_parts(conf["claims"], "curriculum", (
+                " / ".join(f"{c[(a, p)]:.1f} ± {cur['se']['mamba (R then CQ)'][(a, p)]:.1f}" for p in fqrcq)
+                + f" (FQ / R / CQ, {S} seeds, confident regime); recovers {100 * recovered:.0f} ± "
+                  f"{100 * se_recovered:.0f} % of the CQ loss")),
+            "sst2-table5": claim_parts(held["claims"], "table5", (
+                " / ".join(f"{t5[k][0]:.1f}" for k in (*PCA_KS, "all"))
+                + f" (5 / 7 / 10 / all 384 components, ± {t5['all'][1]:.1f}; all-MiniLM-L6-v2, dev)")),
+        }
+
+
 def run(preset: SST2Preset = PAPER_PRESET, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True,
         path=None, cache_dir=None) -> SST2Result:
     """Load, embed (cached), train and evaluate every table of every regime of ``preset`` for every seed."""

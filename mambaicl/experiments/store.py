@@ -84,9 +84,13 @@ def is_stored(fn: Callable[..., Any], *args, cache_dir: str | os.PathLike | None
     return _enabled() and _file(fn, args, kwargs, cache_dir).is_file()
 
 
-def stored(fn: Callable[..., Any], *args, cache_dir: str | os.PathLike | None = None, **kwargs) -> Any:
+def stored(fn: Callable[..., Any], *args, cache_dir: str | os.PathLike | None = None, key_as: dict | None = None,
+           **kwargs) -> Any:
     """``fn(*args, **kwargs)``, read from the store when this very call was made before (same key,
     :func:`store_key`), else computed and written to it (atomically).
+
+    ``key_as``: stand-ins for keyword arguments in the key, e.g. ``{"reuse": "book run dynamics"}`` for a run that
+    reuses another stored run's result (whose ``repr`` is no key): :mod:`mambaicl.experiments.book` names it so.
 
     Example: ``stored(mechanism.run, mechanism.MAMBA1, seeds=range(10), progress=False)``.
     """
@@ -94,7 +98,7 @@ def stored(fn: Callable[..., Any], *args, cache_dir: str | os.PathLike | None = 
         raise ConfigError(f"fn must be callable; got {fn!r}")
     if not _enabled():
         return fn(*args, **kwargs)
-    file = _file(fn, args, kwargs, cache_dir)
+    file = _file(fn, args, {**kwargs, **(key_as or {})}, cache_dir)
     folder = file.parent
     if file.is_file():
         try:

@@ -33,16 +33,16 @@ __all__ = ["RESULT_KEYS", "members", "trained_models", "Sweep", "claim_tasks", "
 RESULT_KEYS = {"mamba": "mamba", "linear": "linear_transformer", "mamba_merged": "mamba_merged"}
 
 
-def members(preset: Fig2Preset, pat: Patterns, seeds, kind: str) -> list:
+def members(preset: Fig2Preset, pat: Patterns, seeds, kind: str, tasks=None) -> list:
     """One :class:`mambaicl.train.Member` of ``kind`` per seed: Definition 1 prompts of ``preset.data`` on ``pat``
-    (training tasks), the preset's step size, ``m`` and ``delta`` for that kind."""
+    (training tasks: App. 9's cycle, or ``tasks``), the preset's step size, ``m`` and ``delta`` for that kind."""
     tr = preset.train[check_choice("kind", kind, preset.models)]
-    data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1))
+    data = SyntheticData(pat, preset.data, training_tasks(preset.data.M1) if tasks is None else tasks)
     return [Member(s, kind, data, tr.lr, m=tr.m, delta=tr.delta, dtype=pat.mu.dtype) for s in resolve_seeds(seeds)]
 
 
 def trained_models(preset: Fig2Preset, pat: Patterns, seeds, *, kinds=None, device=None, progress: bool = False,
-                   freeze: tuple = (), probes=None, record_every: int = 10) -> dict:
+                   freeze: tuple = (), probes=None, record_every: int = 10, tasks=None) -> dict:
     """Every model of the preset (or ``kinds``) for all ``seeds``, trained by :func:`mambaicl.train.train`
     (Algorithm 1; one stack per kind).
 
@@ -51,10 +51,12 @@ def trained_models(preset: Fig2Preset, pat: Patterns, seeds, *, kinds=None, devi
 
     Args:
         freeze: parameter names kept at their initial value (e.g. ``("W_B",)``), a diagnostic.
+        tasks: the training tasks ``(n, 2)`` (default: App. 9's cycle), e.g. a set of
+            :mod:`mambaicl.data.task_sets`.
     """
     out = {}
     for kind in kinds or preset.models:
-        tr = train(members(preset, pat, seeds, kind), preset.train[check_choice("kind", kind, preset.models)],
+        tr = train(members(preset, pat, seeds, kind, tasks), preset.train[check_choice("kind", kind, preset.models)],
                    device=resolve_device(device), progress=progress, freeze=freeze, probes=probes,
                    record_every=record_every)
         out[kind] = (tr.models[0], tr.groups[0].history)

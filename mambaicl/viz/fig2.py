@@ -6,6 +6,8 @@ function                       draws
 ``plot_figure2``               paper Figure 2: error against ``alpha``, one panel per labelling rule,
                                every model's mean over seeds with one dot per seed, Mamba's 18-task curve,
                                the paper's 0.01 line, Theorem 2(c)'s and 4(c)'s bounds
+``plot_figure2_by_training_set`` Figure 2 once per training set (one row each: e.g. App. 9's cycle, T18,
+                               all 30 tasks), every model's mean with one dot per seed, tested on all tasks
 ``plot_attention_matrices``    heat maps of ``(mu_i, 0) M (mu_j, 0)^T`` (1-based pattern numbers)
 ``plot_attention_by_distance`` mean pattern attention against the distance on the training cycle
 ``plot_group_errors``          error per task group, several models, +-1 SE error bars
@@ -25,7 +27,7 @@ from ..data.vocabulary import RULES
 from .figures import integer_ticks, plot_mean_band
 from .style import LABELS, PALETTE
 
-__all__ = ["RULE_TITLES", "palette_key", "plot_figure2", "plot_attention_matrices", "plot_attention_by_distance",
+__all__ = ["RULE_TITLES", "palette_key", "plot_figure2", "plot_figure2_by_training_set", "plot_attention_matrices", "plot_attention_by_distance",
            "plot_group_errors", "plot_eta_table", "plot_lengths"]
 
 #: panel titles of Figure 2 (§4.1's labelling rules for the outlier examples)
@@ -100,6 +102,29 @@ def plot_figure2(axes, alphas, errors: dict, errors_per_seed: dict, *, claim: tu
                        label=rf"Theorem 4(c): linear Transformer for $\alpha$ < {bound_lt:g}")]
     if legend:
         axes[0].figure.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    return handles
+
+
+def plot_figure2_by_training_set(axes, alphas, errors: dict, errors_per_seed: dict, *, rules=RULES,
+                                 bound_mamba: float, bound_lt: float = 0.5, level: float = 0.01,
+                                 n_test_tasks: int = 30) -> list:
+    """Figure 2 once per training set: ``axes[row][col]`` is training set ``row`` (the keys of ``errors``, in order)
+    and rule ``rules[col]``; each panel as :func:`plot_figure2` (means and one dot per seed, the paper's 0.01,
+    Theorems 2(c) and 4(c)), all models tested on all ``n_test_tasks`` tasks. ``errors[set][key][rule]`` and
+    ``errors_per_seed[set][key][rule][s][i]`` as in ``fig2_complete``'s result. Returns the legend handles."""
+    axes = np.atleast_2d(np.asarray(axes, dtype=object))
+    if axes.shape[0] != len(errors):
+        raise ConfigError(f"axes must have one row per training set ({len(errors)}); got {axes.shape[0]}")
+    handles = []
+    for row, (name, errs) in zip(axes, errors.items()):
+        handles = plot_figure2(list(row), alphas, errs, errors_per_seed[name], rules=rules, bound_mamba=bound_mamba,
+                               bound_lt=bound_lt, level=level, n_tasks=(n_test_tasks, 0), legend=False)
+        row[0].set_ylabel(f"trained on {name}\ntest error, all {n_test_tasks} tasks")
+    for ax in axes[:-1].ravel():
+        ax.set_xlabel("")
+    for ax in axes[1:].ravel():
+        ax.set_title("")
+    axes[0][0].figure.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.02))
     return handles
 
 

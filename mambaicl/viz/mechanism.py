@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from ..analysis.corollaries import query_terms
-from ..analysis.stats import error_mean_se, mean_se, median_iqr
+from ..analysis.stats import error_mean_se
+from ..analysis.text import GROUP_ORDER, mean_se_text, median_range_text  # noqa: F401  (re-exported)
 from ..data.vocabulary import PLACEMENTS_FAR_TO_CLOSE
 from .figures import plot_attention_sums, plot_gate_bars, plot_rank_decay
 from .style import PALETTE
@@ -34,28 +35,9 @@ from .style import PALETTE
 __all__ = ["plot_sums", "plot_gate_example", "plot_rank", "plot_group_errors", "plot_placements",
            "typical_prompt", "mean_se_text", "layer_table", "GROUP_ORDER", "PLACEMENT_TICKS"]
 
-#: task groups in the order the figures show them (training tasks first, then farther from them)
-GROUP_ORDER = ("training", "reversed", "distance 2", "distance 3")
 #: tick labels of the outlier placements (§4.2: the letters of :mod:`mambaicl.data.vocabulary`; placement R is
 #: "random position", distinct from rule C's random labels)
 PLACEMENT_TICKS = {"FQ": "FQ (far from query)", "R": "R (random position)", "CQ": "CQ (close to query)"}
-
-
-def mean_se_text(values: Sequence[float], digits: int = 3, n_prompts: int | None = None, seeds: bool = True,
-                 fmt: str = "f") -> str:
-    """``"mean ± SE (S seeds)"`` of per-seed values (``n_prompts``: a proportion, prompt noise counted)."""
-    m, se = error_mean_se(values, n_prompts) if n_prompts else mean_se(values)
-    se = 0.0 if se != se else se
-    text = f"{m:.{digits}{fmt}} ± {se:.{digits}{fmt}}"
-    return text + (f" ({len(list(values))} seeds)" if seeds else "")
-
-
-def median_range_text(values: Sequence[float], fmt: str = ".2f") -> str:
-    """``"median [min, max]"`` of per-seed values, each formatted with ``fmt``: the spread of a quantity whose
-    per-seed value depends on the CPU's last bits (an early-stopped step, a deep stack's gate ratio), where one
-    seed's value, or an extreme alone, would be read as more than it is."""
-    med = median_iqr(values)[0]
-    return f"{med:{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
 
 
 def typical_prompt(outlier: torch.Tensor, alpha: float) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 
-from ..analysis.verdicts import VERDICTS, part_outcome
+from ..analysis.verdicts import VERDICTS, part_outcome, row_outcomes  # noqa: F401
 
 __all__ = ["VERDICT_COLOURS", "OUTCOME_MARKS", "claim_marks", "results_picture", "picture_svg", "chapter_keys",
            "part_intervals", "details_svg"]
@@ -34,8 +34,7 @@ def claim_marks(row: dict) -> list:
     c, m = row["criterion"], row["measured"]
     if c["kind"] == "diagnostic":
         return []
-    pairs = list(zip(c["all"], m["all"])) if c["kind"] == "all" else [(c, m)]
-    return [part_outcome(p, mm) for p, mm in pairs]
+    return row_outcomes(c, m)
 
 
 def _chapter(row: dict) -> str:
@@ -132,8 +131,8 @@ def _part_lines(rows: list, chapter: str) -> list:
             continue
         c, m = r["criterion"], r["measured"]
         pairs = list(zip(c["all"], m["all"])) if c["kind"] == "all" else [(c, m)]
-        for i, (p, mm) in enumerate(pairs):
-            out.append((f"{r['key']}" + (f" [{i + 1}]" if len(pairs) > 1 else ""), p, mm, part_outcome(p, mm)))
+        for i, ((p, mm), o) in enumerate(zip(pairs, row_outcomes(c, m))):
+            out.append((f"{r['key']}" + (f" [{i + 1}]" if len(pairs) > 1 else ""), p, mm, o))
     return out
 
 
