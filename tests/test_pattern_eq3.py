@@ -114,3 +114,24 @@ def test_large_logits_give_finite_gates_and_outputs():
         F = pattern_gated_sum(t, R, b)
         gT, gR = torch.autograd.grad(F.sum(), (t, R))
         assert torch.isfinite(F).all() and torch.isfinite(gT).all() and torch.isfinite(gR).all()
+
+
+def test_token_basis_compiled_pass_equals_its_tensor_twin():
+    """Prompts.basis's one compiled pass gives the bytes of its plain tensor operations (plain_kernels), for training
+    and test prompts, float64 and float32, a seed-indexed view and a slice of the batch."""
+    from mambaicl.device import plain_kernels
+
+    from mambaicl.config import TestConfig
+    from mambaicl.data import all_tasks, test_prompts
+
+    pr = _prompts(3, batch=7)
+    pat = make_patterns(DATA, torch.Generator().manual_seed(0))
+    te = test_prompts(pat, TestConfig(alpha=0.6, rule="B"), all_tasks(DATA.M1), 5, numpy_streams(range(2), "test"))
+    cases = [pr, pr.to_dtype(torch.float32), pr[1], pr[:, 2:5], te]
+    for case in cases:
+        fast = case.basis()
+        with plain_kernels():
+            plain = case.basis()
+        assert torch.equal(fast.index, plain.index) and fast.index.dtype == plain.index.dtype
+        assert torch.equal(fast.coef, plain.coef) and fast.coef.dtype == plain.coef.dtype
+        assert torch.equal(fast.rows, plain.rows)

@@ -46,6 +46,7 @@ import torch
 from numba import njit
 
 from ..config import RULES, ConfigError, DataConfig, TestConfig
+from ..device import use_compiled
 from ..seeding import check_stream
 from .vocabulary import placement_id
 from .patterns import Patterns, test_outliers
@@ -135,6 +136,13 @@ class Prompts:
         S, B, L = self.y.shape
         index = torch.empty(S, B, L, 4, dtype=torch.long, device=self.y.device)  # (S, B, L, K)
         coef = torch.empty(S, B, L, 4, dtype=self.y.dtype, device=self.y.device)  # (S, B, L, K)
+        if use_compiled(self.y.device):  # one compiled pass; the same values as the tensor operations below
+            shape = (S, B, L)
+            _basis_fill(*(torch.broadcast_to(t, shape).numpy() for t in (self.relevant, self.irrelevant, self.kappa,
+                                                                          self.y)),
+                        *(torch.broadcast_to(t, (S, B, l)).numpy() for t in (self.outlier_index, self.outlier_scale)),
+                        M1, M2, rows.shape[0], index.numpy(), coef.numpy())
+            return TokenBasis(index, coef, rows)
         index[..., 0], coef[..., 0] = self.relevant, 1
         torch.add(self.irrelevant, M1, out=index[..., 1])
         coef[..., 1] = self.kappa
@@ -142,6 +150,30 @@ class Prompts:
         index[..., l, 2], coef[..., :l, 2], coef[..., l, 2] = M1 + M2, self.outlier_scale, 0
         index[..., 3], coef[..., 3] = rows.shape[0], self.y
         return TokenBasis(index, coef, rows)
+
+
+@njit(cache=True)
+def _basis_fill(relevant, irrelevant, kappa, y, outlier_index, outlier_scale, M1, M2, n, index, coef):
+    """:meth:`Prompts.basis` in one pass: fills ``index`` / ``coef`` ``(S, B, L, 4)`` from the prompts' variables
+    (every input broadcast to ``(S, B, L)``, the outlier fields to ``(S, B, l)``); the same values as its tensor
+    operations (its plain twin, ``tests/test_synthetic.py``)."""
+    S, B, L = y.shape
+    l = L - 1
+    for s in range(S):
+        for b in range(B):
+            for i in range(L):
+                index[s, b, i, 0] = relevant[s, b, i]
+                coef[s, b, i, 0] = 1
+                index[s, b, i, 1] = irrelevant[s, b, i] + M1
+                coef[s, b, i, 1] = kappa[s, b, i]
+                if i < l:
+                    index[s, b, i, 2] = outlier_index[s, b, i] + M1 + M2
+                    coef[s, b, i, 2] = outlier_scale[s, b, i]
+                else:
+                    index[s, b, i, 2] = M1 + M2
+                    coef[s, b, i, 2] = 0
+                index[s, b, i, 3] = n
+                coef[s, b, i, 3] = y[s, b, i]
 
 
 def materialize(pr: Prompts) -> torch.Tensor:
