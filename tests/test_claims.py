@@ -48,6 +48,43 @@ def _outcome(p, m):
     return True if (a < lo and hi < b) else False if (hi < a or lo > b) else None
 
 
+def _sign_tail(k, n):
+    """P(X >= k) for X ~ Binomial(n, 1/2): the exact one-sided sign test."""
+    return sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n if n else 1.0
+
+
+def _holm(ps):
+    """Holm's step-down adjusted p-values (None stays None), computed here independently of the package."""
+    idx = sorted((i for i, x in enumerate(ps) if x is not None), key=lambda i: ps[i])
+    out, running = list(ps), 0.0
+    for rank, i in enumerate(idx):
+        running = max(running, min(1.0, (len(idx) - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _row_outcomes(c, m):
+    """Each part's outcome by the conventions page's rule: holds on its own 95 % test (an exact sign test for 0/1
+    parts); fails only on the wrong side *and* after Holm's step-down at 2.5 % across the row's parts."""
+    pairs = list(zip(c["all"], m["all"])) if c["kind"] == "all" else [(c, m)]
+    adj = _holm([mm.get("p_fail") for _, mm in pairs])
+    outs = []
+    for (p, mm), q in zip(pairs, adj):
+        if p["kind"] == "identity":
+            outs.append(abs(mm["mean"]) <= p["threshold"])
+            continue
+        if p.get("test") == "sign":
+            good, bad = (mm["n_pos"], mm["n_neg"]) if p["kind"] == "above" else (mm["n_neg"], mm["n_pos"])
+            holds, wrong = _sign_tail(good, good + bad) <= 0.025, _sign_tail(bad, good + bad) <= 0.025
+        else:
+            o = _outcome(p, mm)
+            holds, wrong = o is True, o is False
+        if "p_holm" in mm and q is not None:
+            assert abs(mm["p_holm"] - q) <= 1e-3 * max(q, 1e-3), (p["text"], mm["p_holm"], q)
+        outs.append(True if holds else False if wrong and q is not None and q <= 0.025 else None)
+    return outs
+
+
 def _recompute(row):
     c, m = row["criterion"], row["measured"]
     if c["kind"] == "diagnostic":
@@ -55,7 +92,7 @@ def _recompute(row):
     elif c["kind"] == "identity":
         v = "identity verified" if _outcome(c, m) else "not reproduced"
     else:
-        outs = [_outcome(p, mm) for p, mm in (zip(c["all"], m["all"]) if c["kind"] == "all" else [(c, m)])]
+        outs = _row_outcomes(c, m)
         held, failed = outs.count(True), outs.count(False)
         v = ("reproduced" if held == len(outs) else "contradicted" if failed == len(outs)
              else "partly reproduced" if held and failed else "not reproduced" if failed else "undecided")
@@ -101,8 +138,9 @@ def test_claim_results_json_recomputes_every_verdict():
         assert set(r["measured"]) >= {"mean", "low", "high", "n_seeds", "values"}, r["key"]
         c, m = r["criterion"], r["measured"]
         if c["kind"] != "diagnostic":
-            for p, mm in (zip(c["all"], m["all"]) if c["kind"] == "all" else [(c, m)]):
-                assert mm["holds"] == _outcome(p, mm), (r["key"], p["text"])
+            pairs = list(zip(c["all"], m["all"])) if c["kind"] == "all" else [(c, m)]
+            for (p, mm), o in zip(pairs, _row_outcomes(c, m)):
+                assert mm["holds"] == o, (r["key"], p["text"])
                 assert isinstance(mm["n_seeds"], int) and mm["n_seeds"] >= 1, r["key"]
         assert r["verdict"] in VERDICTS
         assert r["verdict"] == _recompute(r) == verdict_of(r), r["key"]
