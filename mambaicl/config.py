@@ -354,6 +354,8 @@ SYNTHETIC_DATA = DataConfig()
 SYNTHETIC_TEST = TestConfig(kappa_a_prime=round(2.0 / 0.3, 2))
 #: Figure 2's step sizes from Chapter 4's search: eta = 1 for both Mamba parametrisations, 0.01 for the linear Transformer
 SYNTHETIC_LR = {"mamba": 1.0, "mamba_merged": 1.0, "linear": 0.01}
+#: the seed of Part I's ("Learn") illustrative models and their prompts (Part II's experiments use seeds 0-9)
+LEARN_SEED = 2025
 
 
 def synthetic_trains(**kw) -> dict:

@@ -147,6 +147,7 @@ def test_the_listed_functions_are_the_ones_the_figures_call():
     from mambaicl import train as train_mod
     from mambaicl.config import TrainConfig
     from mambaicl.models import OneLayerMamba, gated_attention as ga, one_layer
+    from mambaicl.recipes import learn as learn_recipe
     from mambaicl.viz import learn
 
     # the model's gate and attention, which learn.votes (every vote figure) draws, are the listed functions
@@ -169,7 +170,7 @@ def test_the_listed_functions_are_the_ones_the_figures_call():
     assert TrainConfig().loss == "hinge" and train_mod._LOSS_FNS["hinge"] is train_mod.hinge_loss
     assert "_LOSS_FNS" in inspect.getsource(train_mod.loss_per_model)
     assert "_loop(" in inspect.getsource(train_mod.train) and "loss_per_model(" in inspect.getsource(train_mod._loop)
-    assert "train(" in inspect.getsource(learn.illustrative_pair)
+    assert "train(" in inspect.getsource(learn_recipe.illustrative_pair)
 
 
 @pytest.mark.parametrize("stem", LEARN)

@@ -12,6 +12,8 @@ experiment; ``analysis`` and ``viz`` import neither.
 ``mechanism``       a seed's runs of the mechanism preset (:func:`~mambaicl.recipes.mechanism.seed_runs`), its
                     step-size search, the deep stacks' validation loss
 ``dynamics``        Chapter 3's seed stacks of several settings and the counts read from their curves
+``learn``           Part I's illustrative one-layer Mamba and linear Transformer
+                    (:func:`~mambaicl.recipes.learn.illustrative_pair`)
 ``sst2``            Chapter 6's trainings until the validation loss stops improving
 ``stepsize``        the one step-size search and its one result type (:class:`StepSizeSearch`), search seeds,
                     recorded searches

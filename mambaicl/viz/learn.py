@@ -1,4 +1,4 @@
-"""The pictures of Part I ("Learn"): seven figure functions and the small illustrative models they show.
+"""The pictures of Part I ("Learn"): seven figure functions and the small computations they show.
 
 Glossary (code name -> paper symbol):
 
@@ -28,32 +28,25 @@ function                 figure name in the book                      chapter
 :func:`html_vote_explorer` (site, no kernel) and :func:`make_vote_explorer` (Jupyter, Colab) show the votes of one
 test prompt as the outlier fraction and the gate change (:func:`draw_votes` draws one frame).
 
-:func:`illustrative_pair` trains the Learn part's own small one-layer Mamba and linear Transformer
-(seconds, float64; Part II trains and audits the paper's runs).
+This module trains nothing: the Learn part's small one-layer Mamba and linear Transformer are trained by
+:func:`mambaicl.recipes.learn.illustrative_pair` (seconds, float64; Part II trains and audits the paper's runs).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
+from ..config import LEARN_SEED  # the Learn part's seed, re-exported: the chapters read it here
 from .style import LABELS, PALETTE
 
-__all__ = ["LearnPair", "illustrative_pair", "softmax_weights", "votes", "gate_probe", "cycle_pairs", "fig_attention_map",
+__all__ = ["softmax_weights", "votes", "cycle_pairs", "fig_attention_map",
            "fig_skip_erase", "fig_training_graph", "fig_votes", "fig_gate_training", "fig_floor", "fig_intro_summary",
            "write_intro_summary", "binomial_tail", "GATE_SETTINGS", "draw_votes", "html_vote_explorer",
-           "make_vote_explorer", "LEARN_SEED", "LEARN_STEPS", "LEARN_LR"]
-
-#: the seed of the Learn part's illustrative models (Part II's experiments use seeds 0-9)
-LEARN_SEED = 2025
-#: SGD steps of the illustrative models: enough for the gate to close on outliers
-LEARN_STEPS = 400
-#: step sizes of the illustrative models (the values Part II's search selects for Figure 2)
-LEARN_LR = {"mamba": 1.0, "linear": 0.01}
+           "make_vote_explorer", "LEARN_SEED"]
 
 
 # ---------------------------------------------------------------- small computations the figures show
@@ -79,56 +72,6 @@ def votes(model, P: torch.Tensor) -> dict:
     y = P[:, -1]
     vote = gate * y * score
     return {"score": score, "gate": gate, "y": y, "vote": vote, "F": vote.sum()}
-
-
-@dataclass
-class LearnPair:
-    """The Learn part's illustrative models: ``models[kind]`` (single models), their patterns and histories."""
-
-    models: dict
-    patterns: object
-    data: object
-    histories: dict
-
-
-def illustrative_pair(*, seed: int = LEARN_SEED, steps: int = LEARN_STEPS, kinds=("mamba", "linear"),
-                      record_every=10, probes: dict | None = None) -> LearnPair:
-    """Train a one-layer Mamba and a linear Transformer with Algorithm 1 on Definition 1 prompts (§4.1's data).
-
-    The patterns come from the stream ``(seed, "learn/patterns")`` and the training prompts from
-    ``(seed, "learn/train")``; step sizes :data:`LEARN_LR`, batch 64, float64. Takes a few seconds on a CPU.
-
-    Args:
-        probes: passed to :func:`mambaicl.train.train` (recorded every ``record_every`` steps).
-    """
-    from ..config import SYNTHETIC_DATA, TrainConfig
-    from ..data import make_patterns, training_tasks
-    from ..seeding import torch_generator
-    from ..train import Member, SyntheticData, train
-
-    data = SYNTHETIC_DATA
-    pat = make_patterns(data, torch_generator(seed, "learn/patterns"))
-    source = SyntheticData(pat, data, training_tasks(data.M1))
-    models, histories = {}, {}
-    for kind in kinds:
-        member = Member(seed, kind, source, LEARN_LR[kind], m=data.d + 1, delta=0.2, dtype=torch.float64)
-        tr = train([member], TrainConfig(steps=steps, batch_size=64), stage="learn/train", progress=False,
-                   record_every=record_every, probes=probes)
-        models[kind], histories[kind] = tr.models[0].member(0), tr.groups[0].history
-    return LearnPair(models=models, patterns=pat, data=data, histories=histories)
-
-
-def gate_probe(P: torch.Tensor, directions: dict):
-    """A probe for :func:`mambaicl.train.train`: the gates ``G_{i,l+1}`` of the context examples of one
-    prompt ``P`` ``(l+1, d+1)`` (key ``"gates"``), their own gate values ``sigma(w^T p_i)`` (``"sigmas"``) and ``w . u`` for every ``{name: u}`` of ``directions``, of the first
-    model of a trained stack."""
-    def probe(stack) -> dict:
-        out = {"gates": stack.gate(P[None, None])[0, 0, :-1],
-               "sigmas": torch.sigmoid(stack.logits(P[None, None])[0, 0, :-1])}
-        out.update({name: stack.w[0] @ u for name, u in directions.items()})
-        return out
-
-    return probe
 
 
 def cycle_pairs(M1: int) -> dict:
