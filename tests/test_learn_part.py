@@ -46,12 +46,29 @@ def _myst(stem):
     return (BOOK / "myst" / f"{stem}.md").read_text(encoding="utf-8")
 
 
+def _lines(text: str) -> int:
+    """The MyST file's line count as issue 40's acceptance check reads it: the text split at every newline,
+    so a final newline opens one more (empty) line; Chapter 1's 599 newline-ended lines count 600."""
+    return len(text.split("\n"))
+
+
+def _glue_references(text: str) -> int:
+    """Every ``{glue`` role or directive plus every ``glue(`` call in the MyST file (issue 40's count): a number
+    glued and quoted once counts twice; a table shown by a cell's output counts nothing."""
+    return len(re.findall(r"\{glue", text)) + len(re.findall(r"\bglue\(", text))
+
+
+def test_the_counts_count_what_they_say():
+    text = 'glue("a", 1)\nx {glue:text}`a` and {glue}`b`\nglue_claims(r)\n'
+    assert _glue_references(text) == 3 and _lines(text) == 4 and _lines("one line") == 1
+
+
 @pytest.mark.parametrize("stem", LEARN)
 def test_learn_chapter_is_short_and_readable(stem):
+    """Each Part I chapter stays readable in source: <= 600 lines, <= 40 glue references (roles + calls)."""
     text = _myst(stem)
-    assert len(text.splitlines()) <= MAX_LINES, f"{stem}: {len(text.splitlines())} MyST lines > {MAX_LINES}"
-    roles = len(re.findall(r"\{glue(?::\w+)?\}`", text))
-    assert roles <= MAX_GLUE, f"{stem}: {roles} glue references > {MAX_GLUE}"
+    assert _lines(text) <= MAX_LINES, f"{stem}: {_lines(text)} MyST lines > {MAX_LINES}"
+    assert _glue_references(text) <= MAX_GLUE, f"{stem}: {_glue_references(text)} glue references > {MAX_GLUE}"
 
 
 @pytest.mark.parametrize("stem", LEARN)
