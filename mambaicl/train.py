@@ -54,7 +54,7 @@ from .members import (Draws, Member, MemberStack, PromptSource, SampledData, Syn
 
 __all__ = ["LOSSES", "OPTIMIZERS", "ALGORITHM_1", "TrainHistory", "Member", "members", "PromptSource", "SyntheticData",
            "SampledData", "MemberStack", "member_model", "Draws", "StepSizes", "EarlyStopping", "StopRecord", "Group",
-           "Trained", "train", "loss_per_model", "hinge_loss", "logistic_loss", "squared_loss"]
+           "Trained", "train", "sgd_step", "loss_per_model", "hinge_loss", "logistic_loss", "squared_loss"]
 
 #: Algorithm 1 of Li et al. (2025) as a preset of :func:`train`'s configuration: plain SGD on the hinge loss.
 ALGORITHM_1 = {"optimizer": "sgd", "loss": "hinge"}
@@ -114,25 +114,45 @@ def _record(history: TrainHistory, step: int, per_model: torch.Tensor, model: nn
 # ---------------------------------------------------------------- the engine: members trained as one stack
 
 
+def sgd_step(params, lr: float) -> None:
+    """One step of Algorithm 1, once the batch's loss is backpropagated: ``p <- p - lr * dloss/dp`` for every
+    parameter that has a gradient (plain SGD: no momentum, no weight decay).
+
+    The engine's SGD update (:class:`StepSizes`) calls it. It is ``torch.optim.SGD``'s arithmetic at these
+    settings, operation for operation (one in-place update per parameter on a CPU; on a GPU, where that optimizer
+    updates the whole list at once, the same list update), so no number differs from that optimizer's.
+    """
+    with torch.no_grad():
+        params = [p for p in params if p.grad is not None]
+        if params and params[0].is_cuda:  # torch.optim.SGD's default on a GPU: one fused update of the list
+            torch._foreach_add_(params, [p.grad for p in params], alpha=-lr)
+            return
+        for p in params:
+            p.add_(p.grad, alpha=-lr)  # p <- p - lr * grad
+
+
 class StepSizes:
     """The one per-member step-size mechanism: member ``k`` moves by its own ``lrs[k]``; members in ``frozen``
     do not move.
 
-    * Separate models (:class:`MemberStack`): one optimizer parameter group per member, with its own ``lr``
-      (exactly ``torch.optim``); a frozen member's gradients are dropped, so the optimizer skips it.
-    * Stacked parameters (member axis first), equal step sizes: one optimizer with that ``lr`` (exactly
-      ``torch.optim``).
-    * Stacked parameters, different step sizes: one optimizer with ``lr = 1`` and each member's move scaled by
+    * Separate models (:class:`MemberStack`): one parameter group per member, with its own ``lr``; a frozen
+      member's gradients are dropped, so the step skips it.
+    * Stacked parameters (member axis first), equal step sizes: one step with that ``lr``.
+    * Stacked parameters, different step sizes: one step with ``lr = 1`` and each member's move scaled by
       its own ``lrs[k]`` (:meth:`_scaled_step`).
+
+    SGD (Algorithm 1) steps with :func:`sgd_step`, Adam with ``torch.optim.Adam`` (one parameter group per member,
+    or one group).
     """
 
     def __init__(self, model: nn.Module, lrs: list, optimizer: str) -> None:
         check_choice("optimizer", optimizer, OPTIMIZERS)
-        cls = torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam
-        self.optimizer, self.n, self.scale = optimizer, len(lrs), None
+        self.optimizer, self.n, self.scale, self.opt = optimizer, len(lrs), None, None
         if isinstance(model, MemberStack):
             self.per_member = [[p for p in m.parameters() if p.requires_grad] for m in model.members]
-            self.opt = cls([{"params": ps, "lr": lr} for ps, lr in zip(self.per_member, lrs)], lr=lrs[0])
+            self.groups = list(zip(self.per_member, lrs))  # (parameters, lr) per member
+            if optimizer == "adam":
+                self.opt = torch.optim.Adam([{"params": ps, "lr": lr} for ps, lr in self.groups], lr=lrs[0])
             return
         self.per_member = None
         self.params = [p for p in model.parameters() if p.requires_grad]
@@ -140,28 +160,39 @@ class StepSizes:
             if p.dim() == 0 or p.shape[0] != self.n:
                 raise ConfigError(f"a stacked model's parameters must have the member axis first ({self.n}); "
                                   f"got shape {tuple(p.shape)}")
-        if len(set(lrs)) == 1:
-            self.opt = cls(self.params, lr=lrs[0])
-        else:
-            self.opt = cls(self.params, lr=1.0)
+        lr = lrs[0] if len(set(lrs)) == 1 else 1.0
+        if len(set(lrs)) > 1:
             self.scale = torch.tensor(lrs, dtype=torch.float64)
+        self.groups = [(self.params, lr)]
+        if optimizer == "adam":
+            self.opt = torch.optim.Adam(self.params, lr=lr)
+
+    def _step(self) -> None:
+        """One step of every parameter group: :func:`sgd_step` for SGD, ``torch.optim.Adam``'s step for Adam."""
+        if self.opt is not None:
+            self.opt.step()
+            return
+        for params, lr in self.groups:
+            sgd_step(params, lr)
 
     def __call__(self, total: torch.Tensor, frozen: torch.Tensor | None = None) -> None:
         """Backpropagate ``total`` (the sum of the members' losses) and move every member not ``frozen``."""
-        self.opt.zero_grad(set_to_none=True)
+        for params, _ in self.groups:
+            for p in params:
+                p.grad = None  # as torch.optim's zero_grad(set_to_none=True)
         total.backward()
         frozen = frozen if frozen is not None and bool(frozen.any()) else None
         if self.per_member is not None:
             for k in ([] if frozen is None else frozen.nonzero().flatten().tolist()):
                 for p in self.per_member[k]:
-                    p.grad = None  # the optimizer skips a parameter without a gradient
-            self.opt.step()
+                    p.grad = None  # the step skips a parameter without a gradient
+            self._step()
             return
         kept = None if frozen is None else [p.detach()[frozen.to(p.device)].clone() for p in self.params]
         if kept is not None:
             for p in self.params:
                 p.grad[frozen.to(p.device)] = 0
-        self._scaled_step() if self.scale is not None else self.opt.step()
+        self._scaled_step() if self.scale is not None else self._step()
         if kept is not None:
             with torch.no_grad():
                 for p, v in zip(self.params, kept):
@@ -177,7 +208,7 @@ class StepSizes:
             if self.optimizer == "sgd":
                 for p, c in zip(self.params, views):
                     p.grad.mul_(c)
-                self.opt.step()
+                self._step()
                 return
             before = [p.detach().clone() for p in self.params]
             self.opt.step()  # p = before + d (step size 1)

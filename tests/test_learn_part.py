@@ -127,7 +127,7 @@ def test_intro_has_a_reading_guide():
 #: the listings Part I must show (function -> file), each the package's own source read by ``literalinclude``
 LISTINGS = {"mamba_output": "mambaicl/models/gated_attention.py", "attention_scores": "mambaicl/models/gated_attention.py",
             "gate_values": "mambaicl/models/gated_attention.py", "gate_from_logits": "mambaicl/models/gated_attention.py",
-            "hinge_loss": "mambaicl/train.py", "_loop": "mambaicl/train.py"}
+            "hinge_loss": "mambaicl/train.py", "sgd_step": "mambaicl/train.py"}
 HIDDEN = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 
 
@@ -141,7 +141,7 @@ def _listings() -> dict:
 
 
 def test_part_one_lists_the_model_and_its_training_from_the_package():
-    """Eq. (3)'s forward, the hinge loss and Algorithm 1's loop are on the page, read from the package's own files."""
+    """Eq. (3)'s forward, the hinge loss and Algorithm 1's step are on the page, read from the package's own files."""
     import ast
 
     listed = _listings()
@@ -155,8 +155,8 @@ def test_part_one_lists_the_model_and_its_training_from_the_package():
 
 
 def test_the_listed_functions_are_the_ones_the_figures_call():
-    """The listed forward is what the models compute and the figures draw; the listed loss and loop are what
-    trains them (Part I's illustrative models go through mambaicl.train.train)."""
+    """The listed forward is what the models compute and the figures draw; the listed loss and SGD step are what
+    trains them (Part I's illustrative models go through mambaicl.train.train, whose loop calls sgd_step)."""
     import inspect
 
     import torch
@@ -188,6 +188,20 @@ def test_the_listed_functions_are_the_ones_the_figures_call():
     assert "_LOSS_FNS" in inspect.getsource(train_mod.loss_per_model)
     assert "_loop(" in inspect.getsource(train_mod.train) and "loss_per_model(" in inspect.getsource(train_mod._loop)
     assert "train(" in inspect.getsource(learn_recipe.illustrative_pair)
+    # Algorithm 1's step: training the illustrative pair calls the listed sgd_step once per update and model
+    calls = []
+
+    def counted(params, lr):
+        calls.append(lr)
+        return listed_step(params, lr)
+
+    listed_step = train_mod.sgd_step
+    train_mod.sgd_step = counted
+    try:
+        learn_recipe.illustrative_pair(steps=3, record_every=[0, 3])
+    finally:
+        train_mod.sgd_step = listed_step
+    assert calls == [learn_recipe.LEARN_LR["mamba"]] * 3 + [learn_recipe.LEARN_LR["linear"]] * 3
 
 
 @pytest.mark.parametrize("stem", LEARN)

@@ -371,3 +371,24 @@ def test_synthetic_data_are_equal_by_value_of_their_patterns():
     other = make_patterns(_DATA, torch_generator(1, "patterns"))
     assert twin is not _PAT and SyntheticData(twin, _DATA) == _D1 and hash(SyntheticData(twin, _DATA)) == hash(_D1)
     assert SyntheticData(other, _DATA) != _D1 and SyntheticData(other, _DATA).stack_key != _D1.stack_key
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_sgd_step_is_torch_sgd_bit_for_bit(device):
+    """Algorithm 1's step (listed in Part I) moves every parameter exactly as torch.optim.SGD would (no momentum,
+    no weight decay), so replacing that optimizer moved no number; a parameter without a gradient stays."""
+    from mambaicl.train import sgd_step
+
+    g = torch.Generator().manual_seed(0)
+    ref = [torch.randn(4, 5, generator=g, dtype=torch.float64).to(device).requires_grad_() for _ in range(3)]
+    ours = [p.detach().clone().requires_grad_() for p in ref]
+    for t in range(3):
+        for a, b in zip(ref, ours):
+            a.grad = b.grad = None
+        for ps in (ref, ours):
+            (sum((p ** 2 * (k + 1)).sum() for k, p in enumerate(ps[:2])) * (t + 1.5)).backward()
+        torch.optim.SGD(ref, lr=0.37).step()
+        sgd_step(ours, 0.37)
+    for a, b in zip(ref, ours):
+        assert torch.equal(a, b)
+    assert ours[2].grad is None and torch.equal(ours[2], ref[2])
