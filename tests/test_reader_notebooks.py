@@ -109,4 +109,4 @@ def test_reader_notebook_opens_for_a_reader_and_pins_its_install(stem):
 
 def test_part_one_reader_notebooks_inline_the_listings():
     assert "def mamba_output(" in _markdown("ch01_selective_scan")
-    assert "def hinge_loss(" in _markdown("learn_dynamics") and "def _loop(" in _markdown("learn_dynamics")
+    assert "def hinge_loss(" in _markdown("learn_dynamics") and "def sgd_step(" in _markdown("learn_dynamics")
