@@ -8,10 +8,12 @@ preset), with a progress bar; a warm cache makes it a no-op.
 result store the chapters fill, default ``$MAMBAICL_CACHE_DIR/results`` or ``~/.cache/mambaicl/results``, or a
 folder written by ``reproduce --all --out``), judges every claim they measure (``Result.claims()``) and writes
 ``results.json`` (default: standard output), the rows the results page shows, without Jupyter.
-``python -m mambaicl reproduce --all --out DIR [--preset tiny]`` runs every run of the book
+``python -m mambaicl reproduce --all --out DIR [--preset tiny] [--jobs N]`` runs every run of the book
 (:data:`mambaicl.experiments.book.BOOK_RUNS`) with its preset and seeds, one progress bar each, writes
 ``DIR/<run>/results.json`` and ``DIR/<run>/result.pt``, then ``DIR/results.json`` as ``judge`` does
-(``--preset tiny``: each experiment's tiny preset where it has one, a smoke test).
+(``--preset tiny``: each experiment's tiny preset where it has one, a smoke test). ``--jobs N`` runs the
+experiments in ``N`` processes at once (one line as each starts and ends instead of progress bars); the
+measurements (timings) run first, alone; the bytes written are the same as with one job.
 
 ``python -m mambaicl reproduce --list`` lists the experiments (one module each in
 :mod:`mambaicl.experiments`). ``reproduce`` runs one with a named preset and writes
@@ -64,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     rep.add_argument("--threads", type=int, default=1, help="torch threads (default 1; results do not depend on it)")
     rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    rep.add_argument("--jobs", type=int, default=1, help="with --all: experiments run in this many processes")
     jud = sub.add_parser("judge", help="judge every claim from the stored results and write results.json")
     jud.add_argument("--store", help="result store or reproduce --all folder (default: the book's result store)")
     jud.add_argument("--out", help="results.json to write (default: standard output)")
@@ -114,6 +117,30 @@ def _judge(args) -> int:
     return 0
 
 
+def _run_one(out, i: int, n: int, run, fn, fargs, kwargs, device: str, progress: bool):
+    """Run one book run and write ``out/<run>/result.pt`` and ``results.json``; its result."""
+    from .experiments.book import BookRun  # noqa: F401 - the type of ``run``
+    from .io import atomic_write_bytes
+
+    t0 = time.time()
+    if run.function is None:  # an experiment's run: its preset and seeds, a progress bar
+        seeds = kwargs["seeds"]
+        print(f"[{i}/{n}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
+        kwargs = {**kwargs, "device": device, "progress": progress}
+    else:
+        print(f"[{i}/{n}] {run.label}: a measurement", flush=True)
+    res = fn(*fargs, **kwargs)
+    folder = out / run.label.replace(":", "-")
+    folder.mkdir(exist_ok=True)
+    buf = io.BytesIO()
+    torch.save(res, buf)
+    atomic_write_bytes(folder / "result.pt", buf.getvalue())
+    atomic_write_bytes(folder / "results.json", json_text(res.to_dict()).encode("utf-8"))
+    if not progress:
+        print(f"[{i}/{n}] {run.label}: done in {time.time() - t0:.0f} s", flush=True)
+    return res
+
+
 def _reproduce_all(args) -> int:
     from pathlib import Path
 
@@ -130,24 +157,30 @@ def _reproduce_all(args) -> int:
         raise ConfigError(f"--out {out} exists and is not an empty folder or an earlier reproduce --all folder")
     check_choice("--device", args.device, ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
     torch.set_num_threads(check_int("--threads", args.threads, 1))
+    jobs = check_int("--jobs", args.jobs, 1)
     calls = [(r, *book_call(r, args.preset)) for r in BOOK_RUNS]  # every preset checked before any run
     out.mkdir(parents=True, exist_ok=True)
     results, start = {}, time.time()
-    for i, (run, fn, fargs, kwargs) in enumerate(calls, 1):
-        if run.function is None:  # an experiment's run: its preset and seeds, a progress bar
-            seeds = kwargs["seeds"]
-            print(f"[{i}/{len(calls)}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
-            kwargs = {**kwargs, "device": args.device, "progress": not args.quiet}
-        else:
-            print(f"[{i}/{len(calls)}] {run.label}: a measurement", flush=True)
-        res = fn(*fargs, **kwargs)
-        folder = out / run.label.replace(":", "-")
-        folder.mkdir(exist_ok=True)
-        buf = io.BytesIO()
-        torch.save(res, buf)
-        atomic_write_bytes(folder / "result.pt", buf.getvalue())
-        atomic_write_bytes(folder / "results.json", json_text(res.to_dict()).encode("utf-8"))
-        results[run.label] = res
+    numbered = list(enumerate(calls, 1))
+    # measurements (timings) first and alone, then the experiments, in this process or in ``jobs`` processes
+    order = [c for c in numbered if c[1][0].function is not None] + [c for c in numbered if c[1][0].function is None]
+    if jobs == 1:
+        for i, (run, fn, fargs, kwargs) in order:
+            results[run.label] = _run_one(out, i, len(calls), run, fn, fargs, kwargs, args.device, not args.quiet)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        for i, (run, fn, fargs, kwargs) in [c for c in order if c[1][0].function is not None]:
+            results[run.label] = _run_one(out, i, len(calls), run, fn, fargs, kwargs, args.device, False)
+        rest = [c for c in order if c[1][0].function is None]
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=torch.set_num_threads, initargs=(torch.get_num_threads(),)) as pool:
+            futures = {run.label: pool.submit(_run_one, out, i, len(calls), run, fn, fargs, kwargs, args.device, False)
+                       for i, (run, fn, fargs, kwargs) in rest}
+            for label, fut in futures.items():
+                results[label] = fut.result()
+    results = {r.label: results[r.label] for r, *_ in calls}  # the book's order, whatever finished first
     skipped = None if args.preset is None else []  # a smoke-test preset: the rows it can measure
     text = judge_results(results, only_measured=skipped is not None, skipped=skipped)
     atomic_write_bytes(out / "results.json", text.encode("utf-8"))

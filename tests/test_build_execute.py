@@ -96,6 +96,23 @@ def test_a_failing_cell_fails_the_build_naming_the_chapter_and_the_next_build_ex
     assert "fixed 1" in _page(book, "two")
 
 
+def test_a_chapter_waits_for_the_chapters_it_reads_after(tmp_path):
+    """book_execute_after (the Mamba-1 appendix waits for the mechanism chapter, whose stored run it reads):
+    the waiting chapter starts only after the other one has finished, even with a free core."""
+    book = _book(tmp_path, book_execute_after={"one": ["two"]}, book_execute_workers=2)
+    stamp = tmp_path / "stamps"
+    stamp.mkdir()
+    _notebook(book / "two.ipynb", "Two", f"import time, pathlib\ntime.sleep(3)\n"
+                                        f"pathlib.Path({str(stamp)!r}, 'two').write_text(str(time.time()))")
+    _notebook(book / "one.ipynb", "One", f"import time, pathlib\n"
+                                        f"pathlib.Path({str(stamp)!r}, 'one').write_text(str(time.time()))\n"
+                                        f"print(pathlib.Path({str(stamp)!r}, 'two').exists())")
+    done = _build(book)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert float((stamp / "one").read_text()) > float((stamp / "two").read_text())
+    assert "True" in _page(book, "one")
+
+
 def test_a_cell_over_the_timeout_fails_the_build(tmp_path):
     book = _book(tmp_path, timeout=3)
     _notebook(book / "one.ipynb", "One", "import time\ntime.sleep(30)")

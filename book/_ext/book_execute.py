@@ -23,7 +23,10 @@ of measured times, used to start the longest chapters first), ``book_execute_pre
 ``{docname: command}``: a command run on every core, before the chapters, when that chapter is to
 be executed; the book fills Chapter 6's SST-2 embedding cache this way, with its progress bar in
 the terminal, so that the filling does not share one core with the other chapters; a command that
-fails stops the build with its message).
+fails stops the build with its message), ``book_execute_after`` (optional ``{docname: [docname, ...]}``: a
+chapter that starts only once the chapters it names have executed, when they are executed in the same build;
+the Mamba-1 appendix reads the Mamba-1 run that the mechanism chapter computes and stores, and would otherwise
+compute it a second time beside it).
 
 Interrupting the build (Ctrl-C, i.e. SIGINT to its process group, or SIGTERM as ``timeout``, a CI limit or a
 scheduler sends it) while chapters execute stops every process the extension started within seconds: the
@@ -296,6 +299,23 @@ def _order(app, paths: list[Path]) -> list[Path]:
     return sorted(paths, key=key)
 
 
+def _after(app, todo: list[Path]) -> dict:
+    """``{path: {paths it waits for}}`` from ``book_execute_after``, restricted to the chapters of ``todo``
+    (a chapter already in the execution cache is not waited for). A failed chapter is never finished, so a
+    chapter waiting for it is not started: the failure stops the build."""
+    spec = app.config.book_execute_after or {}
+    if not isinstance(spec, dict):
+        raise ExtensionError(f"book_execute_after must be a mapping {{docname: [docname, ...]}}; got {spec!r}")
+    by_doc = {p.relative_to(app.srcdir).with_suffix("").as_posix(): p for p in todo}
+    out = {}
+    for doc, before in spec.items():
+        if isinstance(before, str):
+            before = [before]
+        if doc in by_doc:
+            out[by_doc[doc]] = {by_doc[b] for b in before if b in by_doc}
+    return out
+
+
 def _failure_message(app, out: dict) -> str:
     err, rel = out["error"], Path(out["path"]).relative_to(app.srcdir).as_posix()
     first = next((line for line in err["source"].splitlines() if line.strip() and not line.startswith("#")),
@@ -402,8 +422,18 @@ def _execute_all(app, todo: list[Path], cache, stop: _Stop):
     ctx = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
                                initargs=(os.getpid(),))
+    after = _after(app, todo)
+    waiting = list(todo)  # longest first; a chapter is submitted once the chapters it waits for are done
+    finished: set = set()
+
+    def submit_ready() -> set:
+        ready = [p for p in waiting if not (after.get(p, set()) - finished)]
+        for p in ready:
+            waiting.remove(p)
+        return {pool.submit(_execute, str(p), str(p.parent), timeout, allow): p for p in ready}
+
     try:
-        jobs = {pool.submit(_execute, str(p), str(p.parent), timeout, allow): p for p in todo}
+        jobs = submit_ready()
         pending = set(jobs)
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -411,6 +441,11 @@ def _execute_all(app, todo: list[Path], cache, stop: _Stop):
             for job in done:
                 if job not in broken:
                     _keep(app, job.result(), cache, failures, timings, t0)
+                    finished.add(jobs[job])
+            if waiting and not broken and stop.signum is None:
+                new = submit_ready()
+                jobs.update(new)
+                pending |= set(new)
             if broken and stop.signum is None:
                 time.sleep(1.0)  # a worker killed by a signal to the whole group: the build's own comes with it
             if stop.signum is not None:
@@ -433,6 +468,7 @@ def setup(app):
     app.add_config_value("book_execute_workers", 0, "env")
     app.add_config_value("book_execute_order", "", "env")
     app.add_config_value("book_execute_prelude", {}, "env")
+    app.add_config_value("book_execute_after", {}, "env")
     os.environ[BUILD_ENV] = "1"  # the chapters' kernels inherit it (progress bars to the terminal)
     app.connect("builder-inited", _pre_execute, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -13,12 +13,18 @@
   and the PDF of the whole book (:data:`PDF`, printed by ``.ci/build-pdf``), linked from the
   navigation bar of every page and from the intro.
 * ``book_site.css``: the book's figures and tables keep a light card in dark mode.
+* The role ``{verdict}`key``` writes the verdict of row ``key`` of ``book/results.json`` (in italics), so that
+  the prose pages (the intro, the conclusion) state a verdict only as the registry computed it; an unknown key
+  stops the build (``tests/test_prose_verdicts.py`` checks the pages' sources too).
 """
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
+
+from docutils import nodes
 
 #: Where the downloads live in the HTML output (links from every page are relative to its root).
 DOWNLOADS = "_downloads"
@@ -28,6 +34,30 @@ MYST = f"{DOWNLOADS}/myst"
 #: Where ``.ci/build-pdf`` writes the PDF (relative to the book's root); copied into the site.
 PDF_BUILD = Path("_build") / "pdf" / "book.pdf"
 _STATIC = Path(__file__).resolve().parent / "static"
+
+
+#: The rows whose verdicts the ``verdict`` role writes (relative to the book's root)
+RESULTS = Path("book") / "results.json"
+
+
+def _verdicts(app) -> dict:
+    cached = getattr(app, "_book_verdicts", None)
+    if cached is None:
+        rows = json.loads((Path(app.srcdir) / RESULTS).read_text("utf-8"))
+        cached = app._book_verdicts = {r["key"]: r["verdict"] for r in rows}
+    return cached
+
+
+def verdict_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{verdict}`fig2-mamba``` -> *contradicted*: the row's verdict, read from ``book/results.json``."""
+    env = inliner.document.settings.env
+    key = text.strip()
+    verdicts = _verdicts(env.app)
+    env.note_dependency(str(Path(env.app.srcdir) / RESULTS))
+    if key not in verdicts:
+        msg = inliner.reporter.error(f"verdict: no row {key!r} in {RESULTS}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    return [nodes.emphasis(rawtext, verdicts[key], classes=["verdict"])], []
 
 
 def _theme_defaults(app, pagename, templatename, context, doctree) -> None:
@@ -164,6 +194,7 @@ def _static_path(app, config) -> None:
 
 def setup(app):
     app.set_html_assets_policy("always")
+    app.add_role("verdict", verdict_role)
     app.connect("config-inited", _static_path)
     app.add_css_file("book_site.css")
     app.connect("html-page-context", _theme_defaults)

@@ -1,0 +1,29 @@
+"""``python -m mambaicl reproduce --all --jobs N``: the book's runs in ``N`` processes write the same bytes as one.
+
+CI's second arithmetic code path recomputes every run this way (``.ci/run``) and compares its verdicts with the
+book's (``.ci/compare_verdicts.py``)."""
+from __future__ import annotations
+
+import pytest
+
+from mambaicl import __main__ as cli
+from mambaicl.experiments import book
+
+
+@pytest.mark.slow
+def test_reproduce_all_in_two_processes_writes_the_same_bytes_as_in_one(tmp_path, monkeypatch):
+    runs = (book.BookRun("app14_gates"), book.BookRun("gates"))
+    monkeypatch.setattr(book, "BOOK_RUNS", runs)
+    outs = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"jobs{jobs}"
+        assert cli.main(["reproduce", "--all", "--out", str(out), "--preset", "tiny", "--quiet",
+                         "--jobs", str(jobs)]) == 0
+        outs[jobs] = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.json"))}
+    assert set(outs[1]) == {"results.json", "app14_gates/results.json", "gates/results.json"}
+    assert outs[1] == outs[2]
+
+
+def test_jobs_is_checked(tmp_path, capsys):
+    assert cli.main(["reproduce", "--all", "--out", str(tmp_path / "x"), "--jobs", "0"]) == 2
+    assert "--jobs must be an integer in [1, inf]" in capsys.readouterr().err
