@@ -67,7 +67,7 @@ from .verdicts import (ACCURACY_MARGIN, EXPONENT_MARGIN, FIG2_EPSILON, KINDS, M1
                        diagnostic, identity, outcome_of, part_holds, part_outcome, part_outcomes, part_wrong_side,
                        row_outcomes, seeds_needed, sign_test_of, tail_text, verdict_from_outcomes, verdict_of, within)
 
-__all__ = ["ClaimParts", "judge_all", "ours_text", "OUTCOME", "VERDICTS", "KINDS", "Criterion", "Measured", "Failing",
+__all__ = ["COR1_BOUND", "ClaimParts", "judge_all", "ours_text", "OUTCOME", "VERDICTS", "KINDS", "Criterion", "Measured", "Failing",
            "Claim", "Judgement", "CLAIMS", "verdict_of", "outcome_of", "part_outcome", "part_outcomes", "row_outcomes",
            "part_holds", "part_wrong_side", "verdict_from_outcomes", "seeds_needed", "sign_test_of",
            "tail_text", "boundary_margins", "below", "above", "within", "identity", "diagnostic", "all_of",
@@ -93,7 +93,7 @@ _SIGN_CONTINUOUS = ("exact one-sided sign test of the per-seed paired difference
 _P_A_MECHANISM = 0.4
 #: Corollary 1's ε/(1−p_a) (Eq. (6)) at §4.1's ε = 0.01 and the mechanism models' p_a = 0.4: 1/60 (issue 41; it was
 #: read at Figure 2's p_a = 0.6, 0.025, before)
-_EPS_COR1 = FIG2_EPSILON / (1 - _P_A_MECHANISM)
+COR1_BOUND = _EPS_COR1 = FIG2_EPSILON / (1 - _P_A_MECHANISM)
 
 
 #: Lemma 4's v*ᵀw rate is a bound on its size (v*ᵀw ≲ −ηβ²tκ_a(1−p_a)/V: the rate is at least that), which with a

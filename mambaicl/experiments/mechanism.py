@@ -155,6 +155,15 @@ class MechanismResult(Result):
 
         return {g: [o / s for s, o in zip(self.group_sum(g, "same"), self.group_sum(g, "other"))] for g in GROUP_ORDER}
 
+    def cor1_contrasts(self, bound: float) -> dict:
+        """``{task group: per seed, the first layer's other − bound·same}`` of the group's two Corollary 1 sums
+        (Eq. (6) as a linear contrast, ``bound`` = ε/(1−p_a)); for the distance-3 pairs, which never meet in
+        training, ``|other| − bound·same`` (App. 10.2 bounds the absolute value)."""
+        from ..analysis.text import GROUP_ORDER
+
+        return {g: [(abs(o) if g == "distance 3" else o) - bound * s
+                    for s, o in zip(self.group_sum(g, "same"), self.group_sum(g, "other"))] for g in GROUP_ORDER}
+
     def same_all(self) -> list:
         """Per seed, the first layer's same-pattern sum averaged over the four task groups."""
         from ..analysis.text import GROUP_ORDER
@@ -272,12 +281,17 @@ def chapter_claims(one: MechanismResult, deep: MechanismResult, none: MechanismR
     Corollaries 1 and 2 on the one-layer model, Figure 3 and App. Figures 4-5 on the three-layer stack, whether each
     deep stack learns in context, what RMSNorm does to the gates, and where the outliers sit (§4.2).
 
+    Corollary 1 (``cor1``, ``fig3``) is judged on linear contrasts per seed and task group
+    (:meth:`MechanismResult.cor1_contrasts`), ``rmsnorm`` on the per-seed log ratio of the two stacks' gate ratios
+    (exact sign test), ``locality`` on the three-layer stack (the one-layer model's is the diagnostic
+    ``locality-one-layer``).
+
     Returns:
         ``{claim key: ClaimParts}`` (:class:`~mambaicl.analysis.claims.ClaimParts`).
     """
     import numpy as np
 
-    from ..analysis.claims import CLAIMS, ClaimParts
+    from ..analysis.claims import CLAIMS, COR1_BOUND, ClaimParts
     from ..analysis.text import GROUP_ORDER, mean_se_text as mst
 
     n, n_g, S = deep.config["n_test"], deep.config["n_group"], len(deep.seeds)
@@ -285,14 +299,16 @@ def chapter_claims(one: MechanismResult, deep: MechanismResult, none: MechanismR
     suppress = CLAIMS["cor2i"].criterion.threshold  # Cor. 2(i): outlier/clean median gate below 1/M1
     gate_ratio, L0, L1 = one.per_seed(0, "gate_ratio"), one.layers[0], deep.layers[0]
     same_0 = [s[0][0] for s in one.sums["same"]]  # at initialisation, per seed
-    rbg = {"one": one.ratio_by_group(), "deep": deep.ratio_by_group()}
-    signed = lambda k: ", ".join(f"{g} {np.mean(rbg[k][g]):+.2f}" for g in GROUP_ORDER)  # noqa: E731
+    con = {"one": one.cor1_contrasts(COR1_BOUND), "deep": deep.cor1_contrasts(COR1_BOUND)}
+    contrasts = lambda k: ", ".join(f"{g} {np.mean(con[k][g]):+.2f}" for g in GROUP_ORDER)  # noqa: E731
     gap_T = [s - o for s, o in zip(L1["same"], L1["other"])]
     gap_0 = [s[0][0] - o[0][0] for s, o in zip(deep.sums["same"], deep.sums["other"])]
     gap_l = {layer: [s - o for s, o in zip(deep.layers[layer]["same"], deep.layers[layer]["other"])] for layer in (1, 2)}
     deep_runs = {"three layers, RMSNorm": deep, "three layers, no normalisation": none, "three Mamba-1 blocks": m1}
     rev = {name: res.groups["reversed"] for name, res in deep_runs.items()}
     sup = {"rms": deep.suppressing(suppress), "none": none.suppressing(suppress)}
+    log_ratio = [[math.log10(r) - math.log10(q) for r, q in zip(deep.per_seed(layer, "gate_ratio"),
+                                                                none.per_seed(layer, "gate_ratio"))] for layer in range(3)]
     pl, pd_ = one.placement, deep.placement
     cq_minus_fq = lambda p: [c - f for c, f in zip(p["CQ"]["error"], p["FQ"]["error"])]  # noqa: E731
     return {
@@ -309,13 +325,13 @@ def chapter_claims(one: MechanismResult, deep: MechanismResult, none: MechanismR
                                          for name, v in rev.items()) + f" ({S} seeds)",
                                parts=list(rev.values()), n_prompts=n_g),
         "cor1": ClaimParts(
-            f"same-pattern sum {mst(L0['same'], 1, seeds=False)} (from {mst(same_0, 2, seeds=False)}); signed "
-            f"other/same by group: {signed('one')} ({len(one.seeds)} seeds, one layer)",
-            parts=[one.same_all()] + [rbg["one"][g] for g in GROUP_ORDER]),
+            f"same-pattern sum {mst(L0['same'], 1, seeds=False)} (from {mst(same_0, 2, seeds=False)}); other − "
+            f"ε/(1−p_a)·same by group (|other| at distance 3): {contrasts('one')} ({len(one.seeds)} seeds, one layer)",
+            parts=[one.same_all()] + [con["one"][g] for g in GROUP_ORDER]),
         "fig3": ClaimParts(
-            f"layer 1: same - other grows from {mst(gap_0, 2, seeds=False)} to {mst(gap_T, 2, seeds=False)}; signed "
-            f"other/same by group: {signed('deep')} ({S} seeds)",
-            parts=[[t - z for t, z in zip(gap_T, gap_0)], deep.same_all()] + [rbg["deep"][g] for g in GROUP_ORDER]),
+            f"layer 1: same - other grows from {mst(gap_0, 2, seeds=False)} to {mst(gap_T, 2, seeds=False)}; other − "
+            f"ε/(1−p_a)·same by group (|other| at distance 3): {contrasts('deep')} ({S} seeds)",
+            parts=[[t - z for t, z in zip(gap_T, gap_0)], deep.same_all()] + [con["deep"][g] for g in GROUP_ORDER]),
         "gate-figure": ClaimParts(
             f"layer 1: median outlier/clean gate {mst(deep.per_seed(0, 'gate_ratio'), 2, seeds=False)}; clean gates "
             f"fall by {mst(L1['decay_factor'], 2, seeds=False)} per clean example ({S} seeds)",
@@ -327,16 +343,21 @@ def chapter_claims(one: MechanismResult, deep: MechanismResult, none: MechanismR
             + f" ({S} seeds)",
             parts=[gap_l[1], deep.per_seed(1, "gate_ratio"), gap_l[2], deep.per_seed(2, "gate_ratio")]),
         "rmsnorm": ClaimParts(
-            "seeds whose gate suppresses outliers (ratio < 1/M1), per layer: " + "; ".join(
+            "log10(gate ratio with RMSNorm / without), per layer: " + "; ".join(
+                f"layer {layer + 1}: {mst(log_ratio[layer], 2, seeds=False)}, positive in "
+                f"{sum(v > 0 for v in log_ratio[layer])} of {S} seeds" for layer in range(3))
+            + "; seeds whose gate suppresses outliers (ratio < 1/M1): " + "; ".join(
                 f"layer {layer + 1}: {sum(sup['rms'][layer])} of {S} with RMSNorm, {sum(sup['none'][layer])} of "
                 f"{S} without" for layer in range(3)) + f"; test error {mst(deep.test_error, 3, n, seeds=False)} "
             f"vs {mst(none.test_error, 3, n, seeds=False)}",
-            parts=[[float(a) - float(b) for a, b in zip(sup["none"][layer], sup["rms"][layer])] for layer in range(3)]),
+            parts=log_ratio),
         "locality": ClaimParts(
             f"test error FQ {mst(pd_['FQ']['error'], 3, n_pd, seeds=False)}, CQ "
-            f"{mst(pd_['CQ']['error'], 3, n_pd, seeds=False)} (three layers); one layer FQ "
-            f"{mst(pl['FQ']['error'], 3, n_pl, seeds=False)}, CQ {mst(pl['CQ']['error'], 3, n_pl, seeds=False)}",
-            parts=[cq_minus_fq(pl), cq_minus_fq(pd_)]),
+            f"{mst(pd_['CQ']['error'], 3, n_pd, seeds=False)} (three layers, {S} seeds)", per_seed=cq_minus_fq(pd_)),
+        "locality-one-layer": ClaimParts(
+            f"test error FQ {mst(pl['FQ']['error'], 3, n_pl, seeds=False)}, CQ "
+            f"{mst(pl['CQ']['error'], 3, n_pl, seeds=False)} (one layer, {len(one.seeds)} seeds)",
+            per_seed=cq_minus_fq(pl)),
     }
 
 
@@ -370,7 +391,6 @@ def cor1_numbers(one: MechanismResult) -> dict:
     """Corollary 1 along training, one layer: the sums at initialisation and at the end, the pooled |other|/same,
     the step by which half the rise is done. Checks: the same-pattern sum grew, the other sum is negative in every
     seed, and the same-pattern curve does not fall distinguishably after its peak."""
-    from ..analysis.claims import CLAIMS
     from ..analysis.text import mean_se_text as mst
 
     same_T, other_T = one.layers[0]["same"], one.layers[0]["other"]
@@ -383,7 +403,9 @@ def cor1_numbers(one: MechanismResult) -> dict:
     _require(grew.significant and grew.diff > 0, "Corollary 1: the same-pattern sum did not grow")
     _require(max(other_T) < 0, "the other-pattern sum is not negative in every seed")
     _require(fall.verdict != "a > b", "the same-pattern sum falls after its peak")
-    return {"ch5_cor1_bound": f"{CLAIMS['cor1'].criterion.parts[1].threshold:.3g}",
+    from ..analysis.claims import COR1_BOUND
+
+    return {"ch5_cor1_bound": f"{COR1_BOUND:.3g}",
             "ch5_one_same_0": mst(same_0, 2, seeds=False), "ch5_one_same_T": mst(same_T, 1, seeds=False),
             "ch5_one_other_T": mst(other_T, 1, seeds=False), "ch5_one_ratio": f"{r_m:.2f} ± {r_se:.2f}",
             "ch5_one_rise": str(rise)}
@@ -602,9 +624,11 @@ def app45_numbers(deep: MechanismResult, app45) -> dict:
 
 
 def rmsnorm_numbers(deep: MechanismResult, none: MechanismResult, rms) -> dict:
-    """RMSNorm and the gate: per layer, the seeds whose gate suppresses outliers with and without RMSNorm, row
-    ``rmsnorm`` in words (``rms``: its judgement), and the outlier/clean token norms before each gate."""
+    """RMSNorm and the gate: per layer, the seeds whose gate suppresses outliers with and without RMSNorm, the
+    per-seed log10 ratio of the two stacks' gate ratios that row ``rmsnorm`` judges, the row in words (``rms``: its
+    judgement), and the outlier/clean token norms before each gate."""
     from ..analysis.claims import CLAIMS
+    from ..analysis.text import mean_se_text as mst
 
     suppress, S = CLAIMS["cor2i"].criterion.threshold, len(deep.seeds)
     sup = {"rms": deep.suppressing(suppress), "none": none.suppressing(suppress)}
@@ -619,9 +643,13 @@ def rmsnorm_numbers(deep: MechanismResult, none: MechanismResult, rms) -> dict:
         "ch5_sup_table": "; ".join(f"layer {layer + 1}: {sum(sup['rms'][layer])} of {S} with RMSNorm, "
                                    f"{sum(sup['none'][layer])} of {S} without" for layer in range(3)),
         "ch5_sup_layers": ", ".join(f"layer {layer + 1} {per_layer[layer]}" for layer in range(3)),
+        "ch5_rms_log": "; ".join(
+            f"layer {layer + 1}: {mst(v, 2, seeds=False)}, positive in {sum(x > 0 for x in v)} of {S} seeds"
+            for layer, v in enumerate(rms.measured[k].values for k in range(3))),
         "ch5_rms_fails": fails,
         "ch5_rms_verdict_words": (
-            "in every layer more seeds suppress outliers without normalisation than with it, by the 95 % t interval"
+            "in every layer the gate separates outliers more strongly without normalisation than with it, in "
+            "significantly more seeds than the other way round (exact sign test)"
             if rms.outcome == "reproduced" else
             "the claim that normalisation switches the gate off is not established in every layer (not holding: "
             + fails + ")"),
