@@ -217,7 +217,7 @@ def test_chaotic_trainings_are_checked_statistically():
     """The cells whose numbers come from a training that last bits move are marked (tests/nbval_statistical.py)."""
     marked = {md.stem: md.read_text(encoding="utf-8").count("\n# NBVAL_STATISTICAL\n")
               for md in (BOOK / "myst").glob("*.md")}
-    for stem, at_least in {"ch05_mechanism": 8, "ch06_sst2": 10, "ch07_beyond": 2, "appendix_mamba1": 1}.items():
+    for stem, at_least in {"ch05_mechanism": 3, "ch06_sst2": 10, "ch07_beyond": 2, "appendix_mamba1": 1}.items():
         assert marked.get(stem, 0) >= at_least, f"{stem}: {marked.get(stem, 0)} statistical cells"
 
 
