@@ -138,6 +138,8 @@ def _reproduce_all(args) -> int:
             seeds = kwargs["seeds"]
             print(f"[{i}/{len(calls)}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
             kwargs = {**kwargs, "device": args.device, "progress": not args.quiet}
+            if run.reuse is not None:  # the run whose result it reuses ran before it (BOOK_RUNS' order)
+                kwargs["reuse"] = results[run.reuse]
         else:
             print(f"[{i}/{len(calls)}] {run.label}: a measurement", flush=True)
         res = fn(*fargs, **kwargs)
