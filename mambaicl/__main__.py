@@ -162,24 +162,42 @@ def _reproduce_all(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results, start = {}, time.time()
     numbered = list(enumerate(calls, 1))
-    # measurements (timings) first and alone, then the experiments, in this process or in ``jobs`` processes
+    # measurements (timings) first and alone, then the experiments, in this process or in ``jobs`` processes; a run
+    # that reuses another's result (BookRun.reuse) starts once that one has finished and is handed its result
     order = [c for c in numbered if c[1][0].function is not None] + [c for c in numbered if c[1][0].function is None]
+
+    def one(i, run, fn, fargs, kwargs, progress):
+        if run.reuse is not None:
+            kwargs = {**kwargs, "reuse": results[run.reuse]}
+        return _run_one, (out, i, len(calls), run, fn, fargs, kwargs, args.device, progress)
+
     if jobs == 1:
         for i, (run, fn, fargs, kwargs) in order:
-            results[run.label] = _run_one(out, i, len(calls), run, fn, fargs, kwargs, args.device, not args.quiet)
+            f, a = one(i, run, fn, fargs, kwargs, not args.quiet)
+            results[run.label] = f(*a)
     else:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         for i, (run, fn, fargs, kwargs) in [c for c in order if c[1][0].function is not None]:
-            results[run.label] = _run_one(out, i, len(calls), run, fn, fargs, kwargs, args.device, False)
-        rest = [c for c in order if c[1][0].function is None]
+            f, a = one(i, run, fn, fargs, kwargs, False)
+            results[run.label] = f(*a)
+        waiting = [c for c in order if c[1][0].function is None]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=torch.set_num_threads, initargs=(torch.get_num_threads(),)) as pool:
-            futures = {run.label: pool.submit(_run_one, out, i, len(calls), run, fn, fargs, kwargs, args.device, False)
-                       for i, (run, fn, fargs, kwargs) in rest}
-            for label, fut in futures.items():
-                results[label] = fut.result()
+            running: dict = {}
+            while waiting or running:
+                ready = [c for c in waiting if c[1][0].reuse is None or c[1][0].reuse in results]
+                for c in ready:
+                    waiting.remove(c)
+                    i, (run, fn, fargs, kwargs) = c
+                    f, a = one(i, run, fn, fargs, kwargs, False)
+                    running[pool.submit(f, *a)] = run.label
+                if not running:
+                    raise RuntimeError(f"book runs wait for runs that never come: {[c[1][0].label for c in waiting]}")
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    results[running.pop(fut)] = fut.result()
     results = {r.label: results[r.label] for r, *_ in calls}  # the book's order, whatever finished first
     skipped = None if args.preset is None else []  # a smoke-test preset: the rows it can measure
     text = judge_results(results, only_measured=skipped is not None, skipped=skipped)

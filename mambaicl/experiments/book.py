@@ -52,7 +52,7 @@ class BookRun:
 #: every run a chapter makes through the store, in the book's order
 BOOK_RUNS = (
     BookRun("identities", function="eq3_closed_form"), BookRun("identities", function="lemma4_gradient"),
-    BookRun("identities", function="definitions"),
+    BookRun("identities", function="definitions"), BookRun("dynamics"), BookRun("dynamics_checks", reuse="dynamics"),
     BookRun("mechanism", "one_layer"), BookRun("mechanism", "mamba1"), BookRun("mechanism"),
     BookRun("mechanism", "fig3_none"), BookRun("timing", function="mamba1_speed"), BookRun("sst2"),
     BookRun("boundary"), BookRun("gates"), BookRun("multiclass"), BookRun("regression"),
@@ -64,6 +64,7 @@ BOOK_RUNS = (
 #: claims measured by several runs together: (the runs' labels, module, function of their results in that order)
 JOINT_CLAIMS = (
     (("mechanism:one_layer", "mechanism", "mechanism:fig3_none", "mechanism:mamba1"), "mechanism", "chapter_claims"),
+    (("dynamics", "dynamics_checks"), "dynamics_checks", "beta_scaled_claims"),
 )
 
 

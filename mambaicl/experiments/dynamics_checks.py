@@ -29,23 +29,25 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
 from dataclasses import dataclass
 
 from ..analysis.curves import exponent_fit, lemma_rates
 from ..analysis.dynamics_counts import eq13_inside
-from ..analysis.init_gradients import init_rates
 from ..analysis.lemmas import lemma4_horizon
+from ..analysis.stats import compare
 from ..analysis.theory import EARLY_FACTORS  # Lemma 4's factors over the whole horizon (eta left out)
 from ..analysis.theory import LEMMA_PREDICTED, THEOREM_PREDICTED as PREDICTED
 from ..config import ConfigError, instance, integer, real, to_dict
 from ..recipes.base import Preset, Result, internal, resolve_seeds
-from ..recipes.dynamics import factor_value, sweep_summary, trained_settings
+from ..recipes.dynamics import (FACTOR_NAMES, LEMMA4_RATES, RATE_NAMES, Report, factor_value,  # noqa: F401
+                               init_exponents, setting_label, sweep_summary, trained_settings)
 from ..recipes.presets import (DYNAMICS, DYNAMICS_KINDS as KINDS, DYNAMICS_SEEDS as DEFAULT_SEEDS, DYNAMICS_TINY as DYN_TINY,
                      DynamicsPreset, Setting)
+from ..viz.style import LABELS  # the models' names in the chapter's tables (a leaf module: no plotting)
 
 __all__ = ["DEFAULT_SEEDS", "EARLY_FACTORS", "ChecksPreset", "CHECKS", "TINY", "PRESETS", "DEFAULT_PRESET",
-           "early_settings", "horizon", "scaled_settings", "init_exponents", "setting_label", "ChecksResult", "run"]
+           "early_settings", "horizon", "scaled_settings", "init_exponents", "setting_label", "ChecksResult", "run",
+           "beta_scaled_claims", "beta_report"]
 
 
 @dataclass(frozen=True)
@@ -89,29 +91,6 @@ def scaled_settings(preset: ChecksPreset, kind: str) -> list:
             for b in preset.dynamics.beta_grid]
 
 
-def init_exponents(sweeps: dict, delta: float) -> dict:
-    """``{rate: {factor: exponent}}``: the log-log slope over each sweep (``factor -> [Setting]``) of the rates at
-    ``t = 0`` (:func:`mambaicl.analysis.init_gradients.init_rates`), the derivation's prediction for a rate
-    measured as a finite difference at initialisation."""
-    out = {}
-    for factor, pts in sweeps.items():
-        xs = np.log([factor_value(st, factor) for st in pts])
-        vals = [init_rates(st.data, st.lr, delta) for st in pts]
-        for name in vals[0]:
-            out.setdefault(name, {})[factor] = float(np.polyfit(xs, np.log([v[name] for v in vals]), 1)[0])
-    return out
-
-
-def setting_label(st: Setting, preset: DynamicsPreset, labels: dict) -> str:
-    """``"<label> = <value>"`` for the factor that moves ``st`` away from ``preset``'s base (``labels``: factor ->
-    label), or ``"the base setting"``."""
-    base = Setting(st.kind, preset.data, preset.lr[st.kind])
-    for factor in labels:
-        if factor_value(st, factor) != factor_value(base, factor):
-            return f"{labels[factor]} = {factor_value(st, factor):g}"
-    return "the base setting"
-
-
 @dataclass
 class ChecksResult(Result):
     """Lemma 4's rates over the whole horizon (Mamba, small step size) and the scaled-norm beta sweep (both models)."""
@@ -137,6 +116,140 @@ class ChecksResult(Result):
             lines.append(f"beta (outlier norm scaled) {kind:>7}: {e['slope']:+.2f} [{e['low']:+.2f}, {e['high']:+.2f}] "
                          f"predicted {e['predicted']:+.0f}: {e['verdict']}")
         return "\n".join(lines + [f"seeds {self.seeds}"])
+
+    # ------------------------------------------------------------ what Chapter 3 shows and judges (derived once)
+
+    def sizes_report(self) -> Report:
+        """How many settings the checks train: Mamba's early-phase settings and the scaled sweep's new ones."""
+        r = Report()
+        r.glue("ch3_n_early", len({st for pts in early_settings(self.spec).values() for st in pts}))
+        r.glue("ch3_n_scaled", sum(len(scaled_settings(self.spec, k)) - 1 for k in KINDS))
+        return r
+
+    def early_base(self) -> tuple:
+        """``(setting, horizon)``: Mamba at the base data and the checks' step size, and Lemma 4's horizon there."""
+        st = Setting("mamba", self.spec.dynamics.data, self.spec.early_lr)
+        return st, horizon(st)
+
+    def eq13_runs(self) -> dict:
+        """``{setting: Eq. (13) inside its window}`` of every distinct early-phase setting (each once)."""
+        uniq, sweeps = {}, early_settings(self.spec)
+        for factor in EARLY_FACTORS:
+            for st, r in zip(sweeps[factor], self.eq13[factor]["per_setting"]):
+                uniq.setdefault(st, r)
+        return uniq
+
+    def early_parts(self) -> list:
+        """Lemma 4's 12 exponents over the whole horizon (row lemma4-early), rate by rate, factor by factor."""
+        return [self.early[n][f]["fit"] for n in LEMMA4_RATES for f in EARLY_FACTORS]
+
+    def _early_numbers(self) -> dict:
+        wins = [w for f in EARLY_FACTORS for w in self.early["lemma4_v"][f]["window"]]
+        uniq = self.eq13_runs()
+        return {"wins": wins, "n_e": sum(p["verdict"] == "holds" for p in self.early_parts()),
+                "n_at": sum(sum(r["at_window"]) for r in uniq.values()),
+                "n_all": sum(len(r["at_window"]) for r in uniq.values())}
+
+    def early_report(self) -> Report:
+        """The rates over Lemma 4's whole horizon against the lemma and the derivation at t = 0, and Eq. (13)."""
+        PC, early, r = self.spec, self.early, Report()
+        E_F = EARLY_FACTORS
+        derived_e = {(n, f): v for n, by_f in init_exponents(early_settings(PC), PC.dynamics.delta).items()
+                     for f, v in by_f.items()}
+        N = self._early_numbers()
+        wins = N["wins"]
+        r.print(f"Mamba at eta = {PC.early_lr}: Lemma 4's horizon {min(wins):.1f} to {max(wins):.1f} steps over the "
+                f"settings")
+        r.print(f"{'rate':<28}{'factor':<9}{'lemma':>7}{'t = 0':>8}{'measured':>10}   95% interval     verdict")
+        for name in ("lemma3", *LEMMA4_RATES):
+            for factor in E_F:
+                f = early[name][factor]["fit"]
+                r.print(f"{RATE_NAMES[name]:<28}{FACTOR_NAMES[factor]:<9}{f['predicted']:>+7.0f}"
+                        f"{derived_e[name, factor]:>+8.2f}{f['slope']:>+10.2f}   [{f['low']:+.2f}, {f['high']:+.2f}]   "
+                        f"{f['verdict']}")
+        held_e = [f"{RATE_NAMES[n].split(': ')[1]} in {FACTOR_NAMES[f]}" for n in LEMMA4_RATES
+                  for f in E_F if early[n][f]["fit"]["verdict"] == "holds"]
+        fail_e = [f"{RATE_NAMES[n].split(': ')[1]} in {FACTOR_NAMES[f]} ({early[n][f]['fit']['slope']:+.2f} "
+                  f"[{early[n][f]['fit']['low']:+.2f}, {early[n][f]['fit']['high']:+.2f}], predicted "
+                  f"{early[n][f]['fit']['predicted']:+.0f})" for n in LEMMA4_RATES
+                  for f in E_F if early[n][f]["fit"]["verdict"] != "holds"]
+        n_der_e = sum(early[n][f]["fit"]["verdict"] != "not measurable"
+                      and early[n][f]["fit"]["low"] <= derived_e[n, f] <= early[n][f]["fit"]["high"]
+                      for n in LEMMA4_RATES for f in E_F)
+        # Eq. (13) inside the window, at every early setting (each setting once)
+        uniq = self.eq13_runs()
+        st_e, h_e = self.early_base()
+        r13 = uniq[st_e]
+        n_at, n_all = N["n_at"], N["n_all"]
+        frac13 = [v for x in uniq.values() for v in x["fraction"]]
+        first13 = ", ".join("never" if math.isnan(t) else f"{t:g}" for t in r13["first"])
+        r.print(f"Eq. (13) at the base data, eta = {PC.early_lr} (horizon {h_e:.1f} steps): first holds at step "
+                f"{first13}; share of the window's records where it holds "
+                f"{', '.join(f'{v:.2f}' for v in r13['fraction'])} (per seed)")
+        r.print(f"holds at the end of the window in {n_at} of {n_all} runs (settings x seeds); share of the window "
+                f"{min(frac13):.2f} to {max(frac13):.2f}")
+        r.glue("ch3_early_lr", f"{PC.early_lr}")
+        r.glue("ch3_early_h_lo", f"{min(wins):.0f}")
+        r.glue("ch3_early_h_hi", f"{max(wins):.0f}")
+        r.glue("ch3_early_base_h", f"{h_e:.0f}")
+        r.glue("ch3_early_n", N["n_e"])
+        r.glue("ch3_early_total", len(self.early_parts()))
+        r.glue("ch3_early_der", n_der_e)
+        r.glue("ch3_early_holds", "; ".join(held_e) or "none")
+        r.glue("ch3_early_fails", "; ".join(fail_e) or "none")
+        r.glue("ch3_e13_first", first13)
+        r.glue("ch3_e13_frac", f"{min(r13['fraction']):.2f} to {max(r13['fraction']):.2f}")
+        r.glue("ch3_e13_at", f"{n_at}")
+        r.glue("ch3_e13_all", f"{n_all}")
+        r.glue("ch3_e13_frac_all", f"{min(frac13):.2f} to {max(frac13):.2f}")
+        r.glue("ch3_e13_words", "the order holds through the whole window in every run, as the lemma states"
+               if min(frac13) == 1 else "the order is reached inside the window, not held from its start, so it is "
+               "an end-of-window property here rather than an invariant of the window" if n_at == n_all else
+               "the order is not reached inside the window in every run")
+        return r
+
+    def claims(self) -> dict:
+        """The row lemma4-early (``{key: ClaimParts}``): Lemma 4's 12 exponents over the whole horizon."""
+        from ..analysis.claims import ClaimParts
+
+        N, parts = self._early_numbers(), self.early_parts()
+        return {"lemma4-early": ClaimParts(
+            f"{N['n_e']} of {len(parts)} exponents hold over the whole horizon at eta = {self.spec.early_lr} "
+            f"({min(N['wins']):.0f}-{max(N['wins']):.0f} steps); Eq. (13) holds at the window's end in {N['n_at']} "
+            f"of {N['n_all']} runs ({len(self.seeds)} seeds)", parts=parts)}
+
+
+def beta_scaled_claims(dyn, checks: ChecksResult) -> dict:
+    """The rows beta-scaled and beta-scaled-theta (``{key: ClaimParts}``): the scaled sweep's two β exponents, read
+    beside the fixed-norm ones of ``dyn`` (the :class:`~mambaicl.experiments.dynamics.DynamicsResult` of the same
+    seeds, whose base point the scaled sweep shares)."""
+    from ..analysis.claims import ClaimParts
+
+    sc, ex = checks.scaled, dyn.exponents
+    parts = [sc["mamba"]["exponent"], sc["linear"]["exponent"]]
+    return {"beta-scaled": ClaimParts("; ".join(
+                f"{LABELS[k]} {sc[k]['exponent']['slope']:+.2f} [{sc[k]['exponent']['low']:+.2f}, "
+                f"{sc[k]['exponent']['high']:+.2f}] (fixed norm {ex[k]['beta']['slope']:+.2f})" for k in KINDS)
+                + f" ({len(checks.seeds)} seeds)", parts=parts),
+            "beta-scaled-theta": ClaimParts(f"Θ reading: Mamba {sc['mamba']['exponent']['slope']:+.2f}, linear "
+                                            f"{sc['linear']['exponent']['slope']:+.2f}", parts=list(parts))}
+
+
+def beta_report(dyn, checks: ChecksResult) -> Report:
+    """The β exponents with the outlier norm fixed (``dyn``) and scaled with β (``checks``), and their paired
+    difference per seed."""
+    sc, ex, r = checks.scaled, dyn.exponents, Report()
+    r.print(f"{'model':<20}{'predicted':>10}{'fixed norm':>22}{'norm = beta':>24}   difference (paired)")
+    for kind in KINDS:
+        a, b = ex[kind]["beta"], sc[kind]["exponent"]
+        d = compare(b["per_seed"], a["per_seed"])
+        words = f"{d.diff:+.2f} ± {d.se:.2f}" + (" (distinguishable)" if d.significant else "")
+        r.print(f"{LABELS[kind]:<20}{-2:>+10.0f}   {a['slope']:+.2f} [{a['low']:+.2f}, {a['high']:+.2f}]"
+                f"   {b['slope']:+.2f} [{b['low']:+.2f}, {b['high']:+.2f}]   {words}")
+        r.glue(f"ch3_bs_{kind}", f"{b['slope']:+.2f} [{b['low']:+.2f}, {b['high']:+.2f}]")
+        r.glue(f"ch3_bs_diff_{kind}", words)
+        r.glue(f"ch3_bs_verdict_{kind}", "contains" if b["verdict"] == "holds" else "excludes")
+    return r
 
 
 def _groups(settings: list) -> list:

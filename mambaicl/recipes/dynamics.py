@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..analysis.curves import count, exponent_fit
 from ..analysis.dynamics_counts import theorem_conditions
+from ..analysis.init_gradients import init_rates
 from ..analysis.lemmas import stack_probes
 from ..analysis.stats import mean_se
 from ..config import ConfigError, TrainConfig
@@ -21,7 +23,59 @@ from ..train import Draws, Member, SyntheticData, loss_per_model, train
 from .base import resolve_device, resolve_seeds
 from .presets import DynamicsPreset, Setting, sweep_settings
 
-__all__ = ["factor_value", "record_steps", "SlotRun", "trained_settings", "sweep_summary"]
+__all__ = ["factor_value", "record_steps", "SlotRun", "trained_settings", "sweep_summary", "Report", "init_exponents",
+           "setting_label", "FACTOR_NAMES", "RATE_NAMES", "LEMMA4_RATES"]
+
+#: the factors and the rates as the chapter's tables name them
+FACTOR_NAMES = {"lr": "eta", "one_minus_p_a": "1 - p_a", "beta": "beta", "M1": "M1", "l_tr": "l_tr"}
+RATE_NAMES = {"lemma3": "Lemma 3: mu^T W_B mu grows", "lemma4_v": "Lemma 4: v*^T w falls",
+              "lemma4_mu": "Lemma 4: (mu_j,0) w falls", "lemma4_ratio": "Lemma 4: ratio mu / v"}
+#: Lemma 4's three rates (the 15 exponents of row ch3-lemma45)
+LEMMA4_RATES = ("lemma4_v", "lemma4_mu", "lemma4_ratio")
+
+
+class Report:
+    """What one of Chapter 3's cells shows, computed by the package: printed text and glued values, in the order the
+    cell shows them (``items``: a ``str`` is printed, a ``(name, value)`` pair glued), and the checks the chapter's
+    prose relies on (``checks``: name -> bool; the chapter asserts them all)."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self.checks: dict = {}
+
+    def print(self, *args, sep: str = " ", end: str = "\n") -> None:
+        self.items.append(sep.join(str(a) for a in args) + end)
+
+    def glue(self, name: str, value) -> None:
+        self.items.append((name, value))
+
+    def check(self, name: str, ok) -> None:
+        self.checks[name] = bool(ok)
+
+    @property
+    def text(self) -> str:
+        """Everything printed, as one string."""
+        return "".join(i for i in self.items if isinstance(i, str))
+
+    @property
+    def values(self) -> dict:
+        """Every glued value, ``{name: value}``."""
+        return dict(i for i in self.items if not isinstance(i, str))
+
+    @property
+    def failed(self) -> list:
+        """The names of the checks that do not hold."""
+        return [k for k, ok in self.checks.items() if not ok]
+
+    def show(self, glue) -> None:
+        """Print and glue (``glue(name, value)``, the notebook's) in order; an ``AssertionError`` names the checks
+        that fail (the prose around the cell would then be wrong)."""
+        for item in self.items:
+            if isinstance(item, str):
+                print(item, end="")
+            else:
+                glue(*item)
+        assert not self.failed, f"the prose's checks fail: {self.failed}"
 
 
 def factor_value(setting: Setting, factor: str) -> float:
@@ -116,3 +170,25 @@ def sweep_summary(kind: str, preset: DynamicsPreset, curves: dict, S: int, predi
         exps_err[factor] = exponent_fit(xs, list(zip(*Te)), predicted[factor])
     return counts, exps, exps_err
 
+
+def init_exponents(sweeps: dict, delta: float) -> dict:
+    """``{rate: {factor: exponent}}``: the log-log slope over each sweep (``factor -> [Setting]``) of the rates at
+    ``t = 0`` (:func:`mambaicl.analysis.init_gradients.init_rates`), the derivation's prediction for a rate
+    measured as a finite difference at initialisation."""
+    out = {}
+    for factor, pts in sweeps.items():
+        xs = np.log([factor_value(st, factor) for st in pts])
+        vals = [init_rates(st.data, st.lr, delta) for st in pts]
+        for name in vals[0]:
+            out.setdefault(name, {})[factor] = float(np.polyfit(xs, np.log([v[name] for v in vals]), 1)[0])
+    return out
+
+
+def setting_label(st: Setting, preset: DynamicsPreset, labels: dict) -> str:
+    """``"<label> = <value>"`` for the factor that moves ``st`` away from ``preset``'s base (``labels``: factor ->
+    label), or ``"the base setting"``."""
+    base = Setting(st.kind, preset.data, preset.lr[st.kind])
+    for factor in labels:
+        if factor_value(st, factor) != factor_value(base, factor):
+            return f"{labels[factor]} = {factor_value(st, factor):g}"
+    return "the base setting"
