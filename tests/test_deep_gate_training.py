@@ -51,4 +51,5 @@ def test_preset_fields_are_checked_and_the_row_is_declared():
     with pytest.raises(ConfigError, match=r"^every must be an integer in \[1, 400\]; got 500"):
         dataclasses.replace(D.FIG3, every=500)
     assert CLAIMS["deep-gate-after-zero"].beyond
-    assert CLAIMS["deep-gate-after-zero"].criterion.parts[0].threshold == 0.5
+    part = CLAIMS["deep-gate-after-zero"].criterion.parts[0]  # issue 41: rate after - 1/2 rate before < 0
+    assert (part.kind, part.threshold, part.test) == ("below", 0.0, "sign")

@@ -44,7 +44,8 @@ def test_claim_parts_holds_exactly_the_inputs_of_claim_judge_and_ours():
     ("batch-size", {"per_seed": [0.5, 1.0, 1.5, 2.0]}),  # one criterion, per-seed values
     ("fig2-lt", {"parts": [[0.2, 0.3, 0.25], [0.001, 0.002, 0.0]], "n_prompts": 1000}),  # an 'all' criterion
     ("eq3-closed-form", {"value": 1e-15}),  # an identity
-    ("fig2-seed-tail", {"per_seed": Measured(0.5, 0.2, 0.7, 20, tuple(range(20)))}),  # a Measured handed over
+    ("fig2-seed-tail", {"parts": [Measured(0.5, 0.2, 0.7, 20, tuple(range(20))),  # a Measured handed over
+                                  [0.01] * 19 + [0.2]]}),
 ])
 def test_judge_all_gives_the_registry_verdict_of_each_claim(key, kwargs):
     judged = judge_all({key: ClaimParts("ours", **kwargs)})

@@ -1,4 +1,8 @@
-"""The information bound of Figure 2: the error a model that follows Corollary 1 cannot beat.
+"""The reader bound of Figure 2: the error a model that follows Corollary 1 cannot beat.
+
+It is not an information bound of the data (the functions keep their historical ``information_bound`` names): it
+bounds a model that reads only the examples Corollary 1 and Lemma 3 let it read. A Bayes predictor, which may read
+every clean example, errs only when all ``l_ts`` examples are outliers (:func:`bayes_error`, rules B and C).
 
 Glossary (code name -> paper symbol):
 
@@ -44,7 +48,7 @@ from ..data import all_tasks, training_tasks
 from ..data.task_sets import groups_for
 
 __all__ = ["MET_GROUPS", "readable_fraction", "information_bound", "training_information_bound",
-           "information_bound_by_group", "information_bound_all_tasks", "complete_meeting"]
+           "information_bound_by_group", "information_bound_all_tasks", "complete_meeting", "bayes_error"]
 
 #: task groups whose two patterns met in a training task: the partner's examples are readable too
 MET_GROUPS = ("training", "reversed")
@@ -101,3 +105,11 @@ def complete_meeting(train: torch.Tensor, M1: int) -> bool:
     ``"reversed"`` and the all-task bound is ``alpha^l_ts / 2``)."""
     names = groups_for(all_tasks(M1), train, M1)
     return all(g in MET_GROUPS for g in names)
+
+
+def bayes_error(alpha: float, l_ts: int) -> float:
+    """The Bayes error of a Definition 2 test prompt under rules B and C, ``alpha^l_ts / 2``: a clean example of
+    either pattern, with its label, identifies the task's labelling of the query's pattern (every test task is a
+    pair of patterns), so only a prompt whose ``l_ts`` examples are all outliers leaves a coin flip."""
+    l_ts = check_int("l_ts", l_ts, 1)
+    return 0.5 * _check_alpha("alpha", alpha) ** l_ts

@@ -32,7 +32,7 @@ from ..recipes.presets import App14Spec, Fig2Preset, patterns
 from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["App14GatesPreset", "APP14", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "App14GatesResult",
-           "fig2_preset", "gate_medians", "run"]
+           "fig2_preset", "gate_medians", "run", "report"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +120,28 @@ def run(preset: App14GatesPreset = APP14, *, seeds=DEFAULT_SEEDS, device=None, p
     return App14GatesResult(preset=preset.name, seeds=list(seeds), alphas=list(preset.alphas), n_test=preset.n_test,
                             gate_outlier=g_out, gate_clean=g_clean, gate_ratio=ratio, errors_alpha0=groups,
                             final_train_loss=sum(hist.loss[-1]) / len(hist.loss[-1]), stack=stack)
+
+
+def report(res: App14GatesResult, judged) -> tuple:
+    """``(text, glued)`` for Chapter 12: per alpha the median gates and each seed's ratio, the errors by task group
+    at alpha = 0 (all tasks weighted by the groups' numbers of tasks), and the checks the prose states."""
+    import numpy as np
+
+    from ..analysis.information import information_bound_by_group
+    from ..analysis.stats import error_mean_se
+
+    lines = [f"alpha = {a}: median outlier gate {np.median(go):.1e}, clean {np.median(gc):.1e}, "
+             f"ratio per seed " + " ".join(f"{v:.1e}" for v in gr)
+             for a, go, gc, gr in zip(res.alphas, res.gate_outlier, res.gate_clean, res.gate_ratio)]
+    assert judged.outcome == "reproduced"  # the prose reads the gate as suppressing
+    n_by = {g: n for g, (_, n) in information_bound_by_group(0.8, 20, 6).items()}  # tasks per group (App. 9's cycle)
+    e0 = {g: error_mean_se(v, res.n_test) for g, v in res.errors_alpha0.items()}
+    e0_all = sum(np.mean(res.errors_alpha0[g]) * n for g, n in n_by.items()) / sum(n_by.values())
+    lines.append("alpha = 0, errors by task group: " + "; ".join(f"{g} {m:.3f} ± {se:.3f}" for g, (m, se) in e0.items())
+                 + f"; all tasks {e0_all:.3f}")
+    assert e0["distance 2"][0] > 10 * max(e0["training"][0], e0["reversed"][0], e0["distance 3"][0])
+    return "\n".join(lines), {
+        "ch8_g14_ratio": ", ".join(f"{np.median(r):.0e} at α = {a}" for a, r in zip(res.alphas, res.gate_ratio)),
+        "ch8_g14_d2": f"{e0['distance 2'][0]:.3f} ± {e0['distance 2'][1]:.3f}",
+        "ch8_g14_all": f"{e0_all:.2f}", "ch8_g14_n": f"{res.n_test:,}",
+        "ch8_g14_others": f"{max(e0[g][0] for g in ('training', 'reversed', 'distance 3')):.3f}"}

@@ -44,7 +44,7 @@ from ..recipes.base import Preset, Result, resolve_device, resolve_seeds
 from ..recipes.mechanism import validation_prompts
 
 __all__ = ["DeepGatePreset", "FIG3", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS", "DeepGateResult",
-           "rates_around_zero", "run"]
+           "rates_around_zero", "run", "report"]
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,8 @@ class DeepGateResult(Result):
         return [i for i, z in enumerate(self.zero_step) if z >= 0]
 
     def claims(self) -> dict:
-        """The row ``deep-gate-after-zero`` (Chapter 8): per seed that reaches zero, layer 1's gate rate after over
-        before (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
+        """The row ``deep-gate-after-zero`` (Chapter 12): per seed that reaches zero, layer 1's gate rate after minus
+        half its rate before, judged by the exact sign test (:class:`~mambaicl.analysis.claims.ClaimParts`)."""
         from ..analysis.claims import OUTCOME, ClaimParts
         from ..analysis.stats import mean_se
 
@@ -104,8 +104,13 @@ class DeepGateResult(Result):
         return {"deep-gate-after-zero": ClaimParts(
             f"validation hinge at zero after {z_m:.0f} ± {z_se:.0f} updates ({len(reached)} of {len(self.seeds)} "
             f"seeds); layer 1's log gate ratio moves {b_m:.3f} ± {b_se:.3f} per 100 updates before, {a_m:.3f} ± "
-            f"{a_se:.3f} after; outcome: {OUTCOME}",
-            parts=[[self.rate_after[i] / self.rate_before[i] for i in reached if self.rate_before[i] > 0]])}
+            f"{a_se:.3f} after; outcome: {OUTCOME}", parts=[self.contrast()])}
+
+    def contrast(self) -> list:
+        """Per seed that reaches zero (both rates finite): layer 1's rate after minus half its rate before, the
+        row's contrast (below 0: the gate moves less than half as fast per update once the hinge is zero)."""
+        return [self.rate_after[i] - 0.5 * self.rate_before[i] for i in self.reached()
+                if math.isfinite(self.rate_after[i]) and math.isfinite(self.rate_before[i])]
 
 
 def _record(model, val, pr) -> tuple:
@@ -171,3 +176,37 @@ def run(preset: DeepGatePreset = FIG3, *, seeds=DEFAULT_SEEDS, device=None, prog
                           val_hinge=rec["val_hinge"], active=rec["active"], log_ratio=rec["log_ratio"],
                           zero_step=zero, rate_before=[b for b, _ in rates], rate_after=[a for _, a in rates],
                           active_at_zero=at_zero)
+
+
+def report(res: DeepGateResult, judged) -> tuple:
+    """``(text, glued)`` for Chapter 12: where the validation hinge reaches zero, layer 1's gate rates before and
+    after, the row ``deep-gate-after-zero``'s statistic (``judged``: its Judgement) and layer 1's final log ratio."""
+    import numpy as np
+
+    from ..analysis.stats import mean_se, sign_test
+
+    n, reached = len(res.seeds), res.reached()
+    m = judged.measured[0]
+    st = sign_test(m.values, 0.0)
+    (z_m, z_se), (b_m, b_se), (a_m, a_se), (act_m, act_se) = (
+        mean_se([x[i] for i in reached]) for x in (res.zero_step, res.rate_before, res.rate_after, res.active_at_zero))
+    end_ratio = [res.log_ratio[i][-1][0] for i in range(n)]
+    end = f"{np.mean(end_ratio):+.2f} ± {np.std(end_ratio, ddof=1) / np.sqrt(n):.2f}"
+    text = (f"step size {res.lr:g}; validation hinge at zero in {len(reached)} of {n} seeds, "
+            f"after {z_m:.0f} ± {z_se:.0f} updates; active prompts there {act_m:.4f} ± {act_se:.4f}\n"
+            f"layer 1, |change of log gate ratio| per 100 updates: before {b_m:.3f} ± {b_se:.3f}, "
+            f"after {a_m:.3f} ± {a_se:.3f}\n"
+            f"after - 1/2 before: {m.mean:.3f} [{m.low:.3f}, {m.high:.3f}] (mean [95 % t interval], {m.n_seeds} "
+            f"seeds); below 0 in {st['n_neg']} of {st['n_pos'] + st['n_neg']} seeds, exact sign test p = "
+            f"{st['p_below']:.2g}\n"
+            f"layer 1's log gate ratio after 400 updates: {end} (suppression: below {np.log(1 / 6):+.2f})")
+    held = judged.outcome == "reproduced"
+    words = ("the gate stops learning where the hinge loss stops sending gradients: what it has not "
+             "learned by then, it does not learn" if held else
+             "the row's criterion is not met (" + ("; ".join(judged.parts_failing()) or "none") + "): the gate does "
+             "not distinguishably slow down once the validation hinge is zero, so the loss's zero gradient does not "
+             "explain why it does not suppress")
+    return text, {"ch8_dg_sign": f"{st['n_neg']} of {st['n_pos'] + st['n_neg']}", "ch8_dg_p": f"{st['p_below']:.2g}",
+                  "ch8_dg_reached": f"{len(reached)} of {n}", "ch8_dg_zero": f"{z_m:.0f} ± {z_se:.0f}",
+                  "ch8_dg_active": f"{act_m:.4f} ± {act_se:.4f}", "ch8_dg_before": f"{b_m:.3f} ± {b_se:.3f}",
+                  "ch8_dg_after": f"{a_m:.3f} ± {a_se:.3f}", "ch8_dg_end": end, "ch8_dg_words": words}

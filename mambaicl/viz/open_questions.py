@@ -1,4 +1,4 @@
-"""Figures of Chapter 8 (what the book settles beyond its audit): Figure 2 against its information bound,
+"""Figures of Chapter 8 (what the book settles beyond its audit): Figure 2 against its reader bound,
 and the seed tail against the declared predictor."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ _TITLES = {"all": "all 30 tasks", "training": "training tasks", "reversed": "rev
 def plot_bound_by_group(axes, alphas, errors: dict, bound, *, order=("all", "training", "reversed", "distance 2",
                                                                      "distance 3"), level: float = 0.01) -> list:
     """Mamba's test error against ``alpha`` per task group (mean over seeds as a line, every seed as a dot), with
-    the information bound of the group (orange) and the paper's "< 0.01" (yellow), symlog y axis.
+    the reader bound of the group (orange) and the paper's "< 0.01" (yellow), symlog y axis.
 
     Args:
         errors: ``{group: [[error of seed s at alphas[i]] for s]}`` (:func:`mambaicl.experiments.seed_tail.group_sweep`).
@@ -38,7 +38,7 @@ def plot_bound_by_group(axes, alphas, errors: dict, bound, *, order=("all", "tra
         ax.set_xlabel(r"outlier fraction $\alpha$")
     axes[0].set_ylabel("test error, rule A (symlog)")
     return [Line2D([], [], color=PALETTE["mamba"], marker="o", label="Mamba, mean over seeds (dots: single seeds)"),
-            Line2D([], [], color=PALETTE["theory"], lw=2.0, ls="--", label="information bound (Corollary 1 model)"),
+            Line2D([], [], color=PALETTE["theory"], lw=2.0, ls="--", label="reader bound (Corollary 1 model)"),
             Line2D([], [], color=PALETTE["paper"], lw=2.0, label=f"paper: error < {level:g}")]
 
 
