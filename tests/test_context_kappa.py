@@ -44,13 +44,19 @@ def test_kappa_bound_and_hinge_by_hand():
             assert r.hinge["mamba"][i][s] == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
-def test_tiny_batch_run_needed_batch_by_hand():
+def test_tiny_batch_run_penalty_by_hand():
     from mambaicl.experiments import batch_size as bs
 
     r = bs.run(bs.TINY, seeds=(0, 1), progress=False)
-    for kind in ("mamba", "linear"):
-        for s in range(2):
-            losses = [r.hinge[kind][b][s] for b in range(len(r.batches))]
-            ok = [l <= losses[-1] + r.tolerance for l in losses]
-            want = next(B for i, B in enumerate(r.batches) if all(ok[i:]))  # smallest B from which all are fine
-            assert r.needed[kind][s] == want
+    assert r.kappas["fig2"] == 2.0 and r.kappas["theory"] == pytest.approx(2 * 3 / 81, rel=1e-5)
+    for st in ("fig2", "theory"):
+        for kind in ("mamba", "linear"):
+            for b in range(len(r.batches)):
+                assert all(0 <= v <= r.cap for v in r.hinge[st][kind][b])
+        diff = r.difference(st)
+        for b in range(len(r.batches) - 1):
+            for s in range(2):
+                pm = r.hinge[st]["mamba"][b][s] - r.hinge[st]["mamba"][-1][s]
+                pl = r.hinge[st]["linear"][b][s] - r.hinge[st]["linear"][-1][s]
+                assert diff[b][s] == pytest.approx(pm - pl, abs=1e-15)
+    assert len(r.claims()["batch-size"].parts) == len(CLAIMS["batch-size"].parts) == 2

@@ -41,7 +41,7 @@ def test_claim_parts_holds_exactly_the_inputs_of_claim_judge_and_ours():
 
 
 @pytest.mark.parametrize("key, kwargs", [
-    ("batch-size", {"per_seed": [0.5, 1.0, 1.5, 2.0]}),  # one criterion, per-seed values
+    ("kappa-lower-bound", {"per_seed": [0.5, 1.0, 1.5, 2.0]}),  # one criterion, per-seed values
     ("fig2-lt", {"parts": [[0.2, 0.3, 0.25], [0.001, 0.002, 0.0]], "n_prompts": 1000}),  # an 'all' criterion
     ("eq3-closed-form", {"value": 1e-15}),  # an identity
     ("fig2-seed-tail", {"parts": [Measured(0.5, 0.2, 0.7, 20, tuple(range(20))),  # a Measured handed over
@@ -59,14 +59,14 @@ def test_judge_all_refuses_an_unknown_key_and_a_bare_value():
     with pytest.raises(ConfigError, match="not in the registry"):
         judge_all({"no-such-claim": ClaimParts("x", per_seed=[1.0, 2.0])})
     with pytest.raises(ConfigError, match="must be a ClaimParts"):
-        judge_all({"batch-size": [1.0, 2.0]})
+        judge_all({"kappa-lower-bound": [1.0, 2.0]})
     with pytest.raises(ConfigError, match="parts must hold"):
         judge_all({"fig2-lt": ClaimParts("x", per_seed=[1.0, 2.0])})
 
 
 def test_ours_text_fills_in_the_outcome():
     parts = ClaimParts(f"rho 0.5; outcome: {OUTCOME}", per_seed=[1.0, 2.0, 3.0])
-    j = judge_all({"batch-size": parts})["batch-size"]
+    j = judge_all({"kappa-lower-bound": parts})["kappa-lower-bound"]
     assert ours_text(parts, j) == f"rho 0.5; outcome: {j.outcome}"
     assert ours_text(ClaimParts("plain", per_seed=[1.0]), j) == "plain"
 
@@ -75,7 +75,7 @@ def test_glue_claims_glues_what_judgement_glue_glued(monkeypatch):
     """The three glued values of a row, names and formats as ``Judgement.glue`` gave them."""
     from mambaicl import notebook
 
-    parts = {"batch-size": ClaimParts("ours text", per_seed=[0.5, 1.0, 1.5]),
+    parts = {"kappa-lower-bound": ClaimParts("ours text", per_seed=[0.5, 1.0, 1.5]),
              "fig2-lt": ClaimParts(f"x; {OUTCOME}", parts=[[0.2, 0.3, 0.25], [0.001, 0.002, 0.0]], n_prompts=1000)}
     monkeypatch.setattr(notebook, "GLUED", {})
     judged = notebook.glue_claims(parts)
@@ -86,7 +86,7 @@ def test_glue_claims_glues_what_judgement_glue_glued(monkeypatch):
             j.glue(ours_text(parts[key], j))
     if notebook.GLUED:
         assert new == notebook.GLUED
-    assert new["res_batch_size_ours"] == "ours text" and new["res_fig2_lt_ours"] == f"x; {judged['fig2-lt'].outcome}"
+    assert new["res_kappa_lower_bound_ours"] == "ours text" and new["res_fig2_lt_ours"] == f"x; {judged['fig2-lt'].outcome}"
     assert new["res_fig2_lt_verdict"] == judged["fig2-lt"].verdict
     assert json.loads(new["res_fig2_lt_measured"]) == judged["fig2-lt"].measured_json()
 
