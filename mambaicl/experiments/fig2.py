@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..config import ConfigError, TestConfig, check_choice, check_reals, to_dict
@@ -35,7 +36,8 @@ from ..data import Patterns, all_tasks, cyclic_distance, test_outliers, test_pro
 from ..evaluate import errors_by_task_group, model_error
 from ..analysis.fits import crossing
 from ..analysis.lemmas import pattern_attention
-from ..analysis.stats import interval_from_se
+from ..analysis.claims import ClaimParts, Measured
+from ..analysis.stats import compare, interval_from_se
 from ..recipes.base import Result, internal, resolve_seeds
 from ..recipes.fig2 import RESULT_KEYS, Sweep, claim_tasks, members, sweep, trained_models  # noqa: F401 (re-exported)
 from ..recipes.stepsize import StepSizeSearch, search_seeds, step_size_search
@@ -70,10 +72,102 @@ class Fig2Result(Result):
     errors_se: dict  # errors_se[key][rule][i]: standard error (seeds and prompts, analysis.stats)
     final_train_loss: dict  # mean over seeds of the last recorded batch loss
     config: dict
+    #: the Mamba models on the tasks of :func:`claim_tasks` (fresh prompts, stream stage ``claim``): ``{"tasks":
+    #: [[a, b], ...], "errors"/"errors_per_seed"/"errors_se": {key: {rule: ...}}}`` as for all tasks; ``None`` where
+    #: the preset has no such task
+    claim: dict = None
     models: dict = internal()  # {kind: OneLayerStack}
     histories: dict = internal()  # {kind: TrainHistory}
     patterns: Patterns = internal()
     spec: Fig2Preset = internal()  # the preset object itself
+
+    # ---------------------------------------------------------------- derived quantities (the rows' parts)
+
+    def _i(self, alpha: float) -> int:
+        return [round(a, 6) for a in self.alphas].index(round(alpha, 6))
+
+    def at(self, key: str, rule: str, alpha: float, *, claim: bool = False) -> list:
+        """Per-seed errors of model ``key`` under ``rule`` at ``alpha`` (all tasks; ``claim``: the claim tasks)."""
+        per_seed = (self.claim["errors_per_seed"] if claim else self.errors_per_seed)[key][rule]
+        return [row[self._i(alpha)] for row in per_seed]
+
+    @property
+    def n_tasks(self) -> int:
+        """The number of tasks of ``T`` (all ordered pairs of distinct relevant patterns)."""
+        M1 = self.config["data"]["M1"]
+        return M1 * (M1 - 1)
+
+    def up_to_claim(self, key: str = "mamba") -> dict:
+        """``{rule: alpha}``: up to which alpha ``key``'s error on the claim tasks is below 0.01 by its 95 % t
+        interval (:func:`below_up_to`)."""
+        c = self.claim
+        return {r: below_up_to(self.alphas, c["errors"][key][r], c["errors_se"][key][r], len(self.seeds))
+                for r in self.rules}
+
+    def lt_comparisons(self) -> dict:
+        """``{(rule, alpha): Comparison}`` of the linear Transformer minus Mamba (all tasks, paired over seeds) at
+        every alpha above 1/2."""
+        return {(r, a): compare(self.at("linear_transformer", r, a), self.at("mamba", r, a), n_prompts=self.n_test)
+                for r in self.rules for a in self.alphas if a > 0.5}
+
+    def lt_minus_mamba(self) -> list:
+        """Per seed, the smallest linear Transformer minus Mamba error over the rules and alphas above 1/2."""
+        past = [i for i, a in enumerate(self.alphas) if a > 0.5]
+        PS = self.errors_per_seed
+        return np.min([np.array(PS["linear_transformer"][r])[:, i] - np.array(PS["mamba"][r])[:, i]
+                       for r in self.rules for i in past], axis=0)
+
+    def merged_minus_mamba(self) -> list:
+        """Per seed, the merged product's error minus the paper's parametrisation's at alpha = 0, worst rule."""
+        PS = self.errors_per_seed
+        return np.max([np.array(PS["mamba_merged"][r])[:, 0] - np.array(PS["mamba"][r])[:, 0] for r in self.rules],
+                      axis=0)
+
+    def ratio_floor(self) -> float:
+        """The smallest, over the rules, of Mamba's mean error over the merged product's at alpha = 0."""
+        E = self.errors
+        return min(E["mamba"][r][0] / E["mamba_merged"][r][0] for r in self.rules)
+
+    def claims(self) -> dict:
+        """``{key: ClaimParts}`` of the rows ``fig2-mamba`` (all tasks, rules A / B / C at alpha = 0.8),
+        ``fig2-mamba-18`` (the diagnostic on the claim tasks), ``fig2-lt`` and ``fig2-merged``
+        (:mod:`mambaicl.analysis.claims`): Figure 2 trained on App. 9's cycle."""
+        if tuple(self.rules) != ("A", "B", "C") or self.claim is None:
+            raise ConfigError(f"claims need rules A, B, C and the claim tasks; got {self.rules}")
+        E, SE, S, n, i8 = self.errors, self.errors_se, len(self.seeds), self.n_test, self._i(0.8)
+        i6 = self._i(0.6)
+        c, up18 = self.claim, self.up_to_claim()
+        lt_vs, lt_minus_m = self.lt_comparisons(), self.lt_minus_mamba()
+        lt_at0 = np.max([np.array(self.errors_per_seed["linear_transformer"][r])[:, 0] for r in self.rules], axis=0)
+        n_worse = sum(cmp.significant and cmp.diff > 0 for cmp in lt_vs.values())
+        n_claim = len(c["tasks"])
+        lt, mg = E["linear_transformer"], E["mamba_merged"]
+        eta = self.config["train"]["mamba_merged"]["lr"]
+        return {
+            "fig2-mamba": ClaimParts(
+                f"{E['mamba']['A'][0]:.3f} ± {SE['mamba']['A'][0]:.3f} at alpha = 0 and {E['mamba']['A'][i8]:.3f} ± "
+                f"{SE['mamba']['A'][i8]:.3f} at 0.8 (rule A, all {self.n_tasks} tasks, {S} seeds); B / C at 0.8: "
+                f"{E['mamba']['B'][i8]:.3f} / {E['mamba']['C'][i8]:.3f}; never below 0.01",
+                parts=[self.at("mamba", r, 0.8) for r in self.rules], n_prompts=n),
+            "fig2-mamba-18": ClaimParts(
+                "below 0.01 (95 % interval) up to alpha = " + " / ".join(f"{up18[r]:g}" for r in self.rules)
+                + f" (rules A / B / C, {n_claim} tasks, {S} seeds); at 0.8: "
+                + " / ".join(f"{c['errors']['mamba'][r][i8]:.3f}" for r in self.rules),
+                per_seed=Measured.from_se(c["errors"]["mamba"]["A"][i8], c["errors_se"]["mamba"]["A"][i8], S,
+                                          self.at("mamba", "A", 0.8, claim=True))),
+            "fig2-lt": ClaimParts(
+                " / ".join(f"{lt[r][0]:.3f}" for r in self.rules) + " at alpha = 0, "
+                + " / ".join(f"{lt[r][i8]:.3f}" for r in self.rules)
+                + f" at 0.8 (rules A / B / C); above Mamba in {n_worse} of {len(lt_vs)} (rule, alpha > 1/2) pairs; "
+                f"smallest per-seed difference {lt_minus_m.mean():.3f}",
+                parts=[lt_minus_m, lt_at0], n_prompts=n),
+            "fig2-merged": ClaimParts(
+                f"{mg['A'][0]:.3f} ± {SE['mamba_merged']['A'][0]:.3f} at alpha = 0, "
+                f"{mg['A'][i6]:.3f} ± {SE['mamba_merged']['A'][i6]:.3f} at 0.6, "
+                f"{mg['A'][i8]:.3f} ± {SE['mamba_merged']['A'][i8]:.3f} at 0.8 (rule A, all tasks, "
+                f"searched eta = {eta:g}); {self.ratio_floor():.1f}x below the paper's parametrisation",
+                per_seed=self.merged_minus_mamba()),
+        }
 
     def artifacts(self) -> dict:
         """Patterns (with the test outliers), trained parameters per model (a list in ``seeds`` order), config."""
@@ -118,9 +212,14 @@ def run(preset: Fig2Preset = FIG2, *, seeds=DEFAULT_SEEDS, device=None, progress
     trained = trained_models(preset, pat, seeds, device=device, progress=progress)
     sw = sweep({k: s for k, (s, _) in trained.items()}, pat, preset, seeds)
     final = {RESULT_KEYS[k]: sum(h.loss[-1]) / len(h.loss[-1]) for k, (_, h) in trained.items()}
+    tasks, kinds = claim_tasks(preset.data.M1), [k for k in ("mamba", "mamba_merged") if k in trained]
+    claim = None
+    if len(tasks) and kinds:  # the same models on the claim tasks, fresh prompts (stream stage "claim")
+        cs = sweep({k: trained[k][0] for k in kinds}, pat, preset, seeds, tasks=tasks, stage="claim")
+        claim = {"tasks": tasks.tolist(), "errors": cs.mean, "errors_per_seed": cs.per_seed, "errors_se": cs.se}
     return Fig2Result(preset=preset.name, seed=seeds[0], seeds=list(seeds), alphas=list(preset.alphas),
                       rules=list(preset.rules), n_test=preset.n_test, errors=sw.mean, errors_per_seed=sw.per_seed,
-                      errors_se=sw.se, final_train_loss=final, config=preset_config(preset),
+                      errors_se=sw.se, final_train_loss=final, config=preset_config(preset), claim=claim,
                       models={k: s for k, (s, _) in trained.items()},
                       histories={k: h for k, (_, h) in trained.items()}, patterns=pat, spec=preset)
 

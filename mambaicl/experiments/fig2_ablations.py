@@ -25,9 +25,12 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
+from ..analysis.claims import ClaimParts
 from ..analysis.fits import crossing
+from ..analysis.stats import error_mean_se, interval, mean_se
 from ..analysis.thm4d import FORMS, alpha_exponent, fit_form
 from ..config import choices, instance, integer, integers, real, reals, to_dict
 from ..data import all_tasks, make_patterns, test_prompts
@@ -192,6 +195,77 @@ class AblationsResult(Result):
     final_train_loss: dict  # {model label: mean over seeds of the last recorded batch loss}
     config: dict
     models: dict = internal()  # {model label: (stack, slots)}
+
+    # ---------------------------------------------------------------- derived quantities (the rows' parts)
+
+    def sets(self) -> tuple:
+        """The labels of the Mamba models trained on Condition-1 sets: App. 9's cycle first, then the preset's
+        other sets and the cycle on ``large_M1`` patterns."""
+        return (CYCLE, *self.config["task_sets"], f"cycle, M1 = {self.config['large_M1']}")
+
+    def n_all(self, label: str) -> int:
+        """Test prompts per seed over all tasks of model ``label``'s patterns (``n_task`` per task)."""
+        return self.n_task * sum(self.group_sizes[label].values())
+
+    def group_stats(self) -> dict:
+        """``{(label, group): (mean, SE)}`` of every model's error on each task group at alpha = 0, the group's
+        prompts counted."""
+        return {(k, g): error_mean_se(v, self.n_task * self.group_sizes[k][g])
+                for k in self.groups for g, v in self.groups[k].items()}
+
+    def all_task_stats(self) -> dict:
+        """``{label: (mean, SE)}`` of the all-task error at alpha = 0 of each Condition-1 set's Mamba."""
+        return {k: error_mean_se(self.all_task[k], self.n_all(k)) for k in self.sets()}
+
+    def thm4d_stats(self) -> dict:
+        """Theorem 4(d)'s derived numbers: ``len_stats`` (alpha -> [(mean, SE) per length]), ``needed`` (alpha ->
+        per-seed length needed for the error level), ``ratio`` (per seed, needed at 0.4 over needed at 0.3),
+        ``predicted`` / ``predicted_proof`` (that ratio by the statement's alpha/(1/2-alpha)^2 and by the proof's
+        alpha^-1 (1/2-alpha)^-2), ``L_mid`` (the grid length nearest 320) and ``rms`` (form -> (mean, SE) of the
+        rms log residual of its fit)."""
+        T4, n4 = self.thm4d, self.config["n_4d"]
+        lengths = T4["lengths"]
+        return {"len_stats": {a: [error_mean_se(e, n4) for e in rows] for a, rows in zip(T4["alphas"], T4["errors"])},
+                "needed": dict(zip(T4["alphas"], T4["needed"])),
+                "ratio": [c4 / c3 for c3, c4 in zip(*(T4["needed"][T4["alphas"].index(a)] for a in (0.3, 0.4)))],
+                "predicted": (0.4 / 0.1 ** 2) / (0.3 / 0.2 ** 2), "predicted_proof": (0.3 * 0.2 ** 2) / (0.4 * 0.1 ** 2),
+                "L_mid": min(lengths, key=lambda L: abs(L - 320)),
+                "rms": {f: mean_se(T4["fits"][f]["rms"]) for f in FORMS}}
+
+    def claims(self) -> dict:
+        """``{key: ClaimParts}`` of the rows ``thm4d``, ``thm4d-theta``, ``thm4d-alpha`` and ``fig2-task-sets``
+        (:mod:`mambaicl.analysis.claims`)."""
+        T4, S = self.thm4d, len(self.seeds)
+        if not all(a in T4["alphas"] for a in (0.3, 0.4, 0.45)):
+            raise ConfigError(f"claims need Theorem 4(d) at alpha 0.3, 0.4 and 0.45; got {T4['alphas']}")
+        t = self.thm4d_stats()
+        lengths, ratio, L_mid = T4["lengths"], t["ratio"], t["L_mid"]
+        e3, e45, i_mid = t["len_stats"][0.3], t["len_stats"][0.45], lengths.index(L_mid)
+        r_m, r_se = mean_se(ratio)
+        r_iv = interval(ratio)
+        expo = T4["fits"]["exponent"]
+        (x_m, x_se), x_iv, rms = mean_se(expo), interval(expo), t["rms"]
+        fmt = "{:.3f} ± {:.3f}"
+        rows = self.all_task_stats()
+        others = [k for k in self.sets() if k != CYCLE]
+        M1 = self.config["base"]["data"]["M1"]
+        return {
+            "thm4d": ClaimParts(
+                f"error at alpha = 0.3 falls {e3[0][0]:.3f} -> {e3[-1][0]:.3f} (l_ts {lengths[0]} -> {lengths[-1]}), "
+                f"{e45[i_mid][0]:.3f} at alpha = 0.45 and l_ts = {L_mid}; examples needed for error 0.1, alpha 0.4 / "
+                f"0.3: {r_m:.1f} ± {r_se:.1f}, 95 % [{r_iv.low:.2f}, {r_iv.high:.2f}] (predicted {t['predicted']:.2f})",
+                per_seed=ratio),
+            "thm4d-theta": ClaimParts(f"Θ reading: ratio {np.mean(ratio):.2f}", per_seed=ratio),
+            "thm4d-alpha": ClaimParts(
+                f"power of alpha {x_m:.2f} ± {x_se:.2f}, 95 % [{x_iv.low:.2f}, {x_iv.high:.2f}] (statement 1, proof -1); "
+                f"rms log residual: statement {rms['statement'][0]:.3f}, proof {rms['proof'][0]:.3f}, central limit "
+                f"{rms['clt'][0]:.3f} ({len(T4['alphas'])} alphas in [0.2, 0.45], error 0.1, {S} seeds)",
+                per_seed=expo),
+            "fig2-task-sets": ClaimParts(
+                "all-task error at alpha = 0: " + "; ".join(f"{k} {fmt.format(*rows[k])}" for k in others)
+                + f" (App. 9's cycle: {fmt.format(*rows[CYCLE])}; {S} seeds)",
+                parts=[self.all_task[k] for k in others], n_prompts=self.n_task * M1 * (M1 - 1)),
+        }
 
     def summary(self) -> str:
         lines = [f"{k:>24}: all tasks {sum(v) / len(v):.3f}; " + "; ".join(
