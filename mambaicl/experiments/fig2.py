@@ -37,7 +37,8 @@ from ..evaluate import errors_by_task_group, model_error
 from ..analysis.fits import crossing
 from ..analysis.lemmas import pattern_attention
 from ..analysis.claims import ClaimParts, Measured
-from ..analysis.stats import compare, interval_from_se
+from ..analysis import theory
+from ..analysis.stats import compare, interval_from_se, lower, upper
 from ..recipes.base import Result, internal, resolve_seeds
 from ..recipes.fig2 import RESULT_KEYS, Sweep, claim_tasks, members, sweep, trained_models  # noqa: F401 (re-exported)
 from ..recipes.stepsize import StepSizeSearch, search_seeds, step_size_search
@@ -127,6 +128,82 @@ class Fig2Result(Result):
         """The smallest, over the rules, of Mamba's mean error over the merged product's at alpha = 0."""
         E = self.errors
         return min(E["mamba"][r][0] / E["mamba_merged"][r][0] for r in self.rules)
+
+    def curves(self) -> dict:
+        """``{label: (mean, se)}`` (each ``{rule: [per alpha]}``) of the table of Chapter 7: Mamba and the merged
+        product on all tasks and on the claim tasks, the linear Transformer on all tasks."""
+        E, SE, c = self.errors, self.errors_se, self.claim
+        n, k = self.n_tasks, len(c["tasks"])
+        return {f"Mamba, all {n} tasks": (E["mamba"], SE["mamba"]),
+                f"Mamba, {k} tasks": (c["errors"]["mamba"], c["errors_se"]["mamba"]),
+                f"merged product, all {n}": (E["mamba_merged"], SE["mamba_merged"]),
+                f"merged product, {k}": (c["errors"]["mamba_merged"], c["errors_se"]["mamba_merged"]),
+                f"linear Transformer, {n}": (E["linear_transformer"], SE["linear_transformer"])}
+
+    def table(self, show=(0.0, 0.5, 0.6, 0.7, 0.8)) -> str:
+        """The curves as text at the alphas ``show`` (mean ± SE over seeds), one line per model and rule."""
+        lines = [f"{'model':<24} rule " + "".join(f"  alpha = {a:<9}" for a in show)]
+        for name, (m, s) in self.curves().items():
+            for rule in self.rules:
+                lines.append(f"{name:<24}  {rule}  " + "".join(
+                    f"  {m[rule][self._i(a)]:.3f} ± {s[rule][self._i(a)]:.3f}" for a in show))
+        return "\n".join(lines)
+
+    def floor_low(self) -> float:
+        """The smallest lower end of Mamba's 95 % interval (all tasks) over every rule and alpha."""
+        E, SE, S = self.errors["mamba"], self.errors_se["mamba"], len(self.seeds)
+        return min(lower(E[r][i], SE[r][i], S) for r in self.rules for i in range(len(self.alphas)))
+
+    def lt_exceptions(self) -> list:
+        """The (rule, alpha > 1/2) at which the linear Transformer is not above Mamba by the 95 % interval."""
+        return [f"rule {r} at alpha = {a} ({c})" for (r, a), c in self.lt_comparisons().items()
+                if not (c.significant and c.diff > 0)]
+
+    def checks(self) -> dict:
+        """The prose's statements about Figure 2, each ``True`` where the measurement bears it out."""
+        E, SE, PS, S = self.errors, self.errors_se, self.errors_per_seed, len(self.seeds)
+        lt_vs = self.lt_comparisons()
+        merged_vs = [compare(np.array(PS["mamba_merged"][r])[:, 0], np.array(PS["mamba"][r])[:, 0],
+                             n_prompts=self.n_test) for r in self.rules]
+        all_up = [below_up_to(self.alphas, E["mamba"][r], SE["mamba"][r], S) for r in self.rules]
+        return {"Mamba (all tasks): 95 % interval above 0.01 at every alpha and rule":
+                self.floor_low() > 0.01 and all(v != v for v in all_up),
+                "Mamba (claim tasks): below 0.01 up to alpha = 0.6 at least": min(self.up_to_claim().values()) >= 0.6,
+                "merged product below the paper's parametrisation at alpha = 0, every rule":
+                all(c.significant and c.diff < 0 for c in merged_vs),
+                "the merged product's floor at least 3 times lower": self.ratio_floor() > 3,
+                "linear Transformer below 0.01 without outliers": max(
+                    upper(E["linear_transformer"][r][0], SE["linear_transformer"][r][0], S) for r in self.rules) < 0.01,
+                "linear Transformer above Mamba at every alpha > 1/2 under rule A":
+                all(c.significant and c.diff > 0 for (r, _), c in lt_vs.items() if r == "A")}
+
+    def numbers(self) -> dict:
+        """``{name: text}``: the numbers Chapter 7's prose quotes about Figure 2 (mean ± SE over seeds), in the order
+        the chapter glues them (as ``ch4_<name>``)."""
+        E, SE, c, fmt = self.errors, self.errors_se, self.claim, "{:.3f} ± {:.3f}"
+        up18, lt_vs = self.up_to_claim(), self.lt_comparisons()
+        i6, i7, i8 = self._i(0.6), self._i(0.7), self._i(0.8)
+        out = {}
+        for r in self.rules:
+            out[f"m_{r}_0"] = fmt.format(E["mamba"][r][0], SE["mamba"][r][0])
+            out[f"m_{r}_8"] = fmt.format(E["mamba"][r][i8], SE["mamba"][r][i8])
+            out[f"m18_{r}_8"] = fmt.format(c["errors"]["mamba"][r][i8], c["errors_se"]["mamba"][r][i8])
+            out[f"up18_{r}"] = f"{up18[r]:g}"
+            out[f"mg_{r}_0"] = fmt.format(E["mamba_merged"][r][0], SE["mamba_merged"][r][0])
+            for name, i in (("0", 0), ("6", i6), ("8", i8)):
+                out[f"lt_{r}_{name}"] = fmt.format(E["linear_transformer"][r][i], SE["linear_transformer"][r][i])
+        cfg = self.config
+        return {**out, "mg_A_6": fmt.format(E["mamba_merged"]["A"][i6], SE["mamba_merged"]["A"][i6]),
+                "mg_A_8": fmt.format(E["mamba_merged"]["A"][i8], SE["mamba_merged"]["A"][i8]),
+                "up18_min": f"{min(up18.values()):g}",
+                "m_A_6": fmt.format(E["mamba"]["A"][i6], SE["mamba"]["A"][i6]),
+                "m_A_7": fmt.format(E["mamba"]["A"][i7], SE["mamba"]["A"][i7]),
+                "floor_lo": f"{self.floor_low():.3f}", "ratio_floor": f"{self.ratio_floor():.1f}",
+                "n_lt_worse": f"{sum(v.significant and v.diff > 0 for v in lt_vs.values())}",
+                "n_lt_cmp": f"{len(lt_vs)}",
+                "lt_exceptions": "; ".join(self.lt_exceptions()).replace("alpha", "α") or "none",
+                "n_test": f"{self.n_test:,}", "n_claim": f"{len(c['tasks'])}", "n_all": f"{self.n_tasks}",
+                "bound_2c": f"{theory.alpha_threshold_mamba(cfg['data']['p_a'], cfg['data']['l_tr'], cfg['test']['l_ts']):g}"}
 
     def claims(self) -> dict:
         """``{key: ClaimParts}`` of the rows ``fig2-mamba`` (all tasks, rules A / B / C at alpha = 0.8),
