@@ -421,3 +421,58 @@ def breakdown_sweep(preset: Fig2Preset, pat: Patterns, seeds, *, p_as=(0.3, 0.6)
                 per_seed[key][(p_a, l_ts)] = [1.0 if b != b else b for b in bd]
     return Breakdown(p_as=list(p_as), l_tss=list(l_tss), alphas=alphas, jump=jump, n=n, per_seed=per_seed,
                      errors=errors, bound_mamba=bound)
+
+
+def sensitivity_report(res: Fig2Result, preset: Fig2Preset, seeds, *, kappas=(2.0, 4.0, None, 10.0, 20.0),
+                       K_primes=(1.5, 3.0), n: int = 2000) -> tuple:
+    """Chapter 7's test-time sensitivity of ``res``'s Figure 2 models: ``kappa_a'`` on the claim tasks (Mamba, rule A,
+    alpha 0.5 / 0.6 / 0.8; ``None`` in ``kappas``: the preset's own) and ``K'`` on all tasks (both Mamba models,
+    alpha = 0), ``n`` prompts per seed. Returns ``(text, checks, numbers)``: what the chapter prints, its statements
+    (``{statement: bool}``) and the numbers its prose quotes (``{name: text}``, glued as ``ch4_<name>``)."""
+    fmt, S, k_fig = "{:.3f} ± {:.3f}", len(seeds), preset.test.kappa_a_prime
+    kappas = tuple(k_fig if k is None else k for k in kappas)
+    tasks = claim_tasks(preset.data.M1)
+    sens_k = {k: sweep({"mamba": res.models["mamba"]}, res.patterns, preset, seeds, tasks=tasks, stage=f"kappa/{k}",
+                       n=n, alphas=(0.5, 0.6, 0.8), rules=["A"],
+                       test=dataclasses.replace(preset.test, kappa_a_prime=k)) for k in kappas}
+    lines = [f"kappa_a' = {k:5.2f}, 18 tasks: " + "; ".join(
+        f"alpha = {a}: {fmt.format(m, s)}" for a, m, s in zip(sw.alphas, sw.mean["mamba"]["A"], sw.se["mamba"]["A"]))
+        for k, sw in sens_k.items()]
+    sens_K = {K: sweep({"mamba": res.models["mamba"], "mamba_merged": res.models["mamba_merged"]}, res.patterns, preset,
+                       seeds, stage=f"Kprime/{K}", n=n, alphas=(0.0,), rules=["A"],
+                       test=dataclasses.replace(preset.test, K_prime=K)) for K in K_primes}
+    lines += [f"K' = {K}: all tasks, alpha = 0: Mamba {fmt.format(sw.mean['mamba']['A'][0], sw.se['mamba']['A'][0])}, "
+              f"merged {fmt.format(sw.mean['mamba_merged']['A'][0], sw.se['mamba_merged']['A'][0])}"
+              for K, sw in sens_K.items()]
+    low = sens_k[2.0].mean["mamba"]["A"], sens_k[2.0].se["mamba"]["A"]
+    ours = sens_k[k_fig].mean["mamba"]["A"], sens_k[k_fig].se["mamba"]["A"]
+    K_cmp = compare(*([row[0] for row in sens_K[K].per_seed["mamba_merged"]["A"]] for K in (3.0, 1.5)), n_prompts=n)
+    lines.append(f"merged product, K' = 3 minus K' = 1.5: {K_cmp}")
+    k_hi = compare(np.array(sens_k[20.0].per_seed["mamba"]["A"])[:, 2], np.array(sens_k[k_fig].per_seed["mamba"]["A"])[:, 2],
+                   n)
+    checks = {"alpha = 0.6: kappa_a' = kappa_a fails on the claim tasks, kappa_a / L does not":
+              lower(low[0][1], low[1][1], S) > 0.01 and upper(ours[0][1], ours[1][1], S) < 0.01}
+    by_iv = ", by the 95 % interval of the difference"
+    numbers = {"sens_k2_5": fmt.format(low[0][0], low[1][0]), "sens_k2_6": fmt.format(low[0][1], low[1][1]),
+               "sens_kfig_6": fmt.format(ours[0][1], ours[1][1]),
+               "sens_k20": f"{k_hi.diff:+.3f} ± {k_hi.se:.3f} "
+                           f"({k_hi.verdict.replace('a > b', 'higher').replace('a < b', 'lower')})",
+               "sens_K3": fmt.format(sens_K[3.0].mean["mamba_merged"]["A"][0], sens_K[3.0].se["mamba_merged"]["A"][0]),
+               "sens_K15": fmt.format(sens_K[1.5].mean["mamba_merged"]["A"][0], sens_K[1.5].se["mamba_merged"]["A"][0]),
+               "sens_K_verdict": K_cmp.verdict.replace("a > b", "higher" + by_iv).replace("a < b", "lower" + by_iv)}
+    return "\n".join(lines), checks, numbers
+
+
+def outlier_norm_errors(res: Fig2Result, preset: Fig2Preset, seeds, norms=(1.5, 6.0), n: int = 2000) -> dict:
+    """``{norm: (mean, SE)}`` of Mamba's all-task error without outliers (rule A, ``n`` prompts per seed), retrained
+    with training outliers of each norm in ``norms`` (stream stage ``norm/<norm>``); the preset's own norm is
+    ``res``'s Figure 2 error."""
+    out = {preset.data.outlier_norm: (res.errors["mamba"]["A"][0], res.errors_se["mamba"]["A"][0])}
+    variants = {norm: dataclasses.replace(preset, data=dataclasses.replace(preset.data, outlier_norm=norm))
+                for norm in norms}
+    for norm, pre in variants.items():
+        p = patterns(pre)
+        model = trained_models(pre, p, seeds, kinds=("mamba",))["mamba"][0]
+        sw = sweep({"mamba": model}, p, pre, seeds, stage=f"norm/{norm}", n=n, alphas=(0.0,), rules=["A"])
+        out[norm] = (sw.mean["mamba"]["A"][0], sw.se["mamba"]["A"][0])
+    return out

@@ -30,7 +30,10 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..analysis.claims import ClaimParts
+from ..analysis.stats import interval
 from ..config import ConfigError, choices, instance, to_dict
 from ..data.task_sets import COMPLETE_SETS, complete_set
 from ..recipes.base import Preset, Result, internal, resolve_seeds
@@ -132,6 +135,23 @@ class CompleteResult(Result):
             "fig2-merged-complete": ClaimParts(parts=mg_parts, n_prompts=n, ours="worst-rule error at α = 0.8: "
                                                + "; ".join(mg_txt) + tail),
         }
+
+    def numbers(self) -> dict:
+        """``{name: text}``: per training set, model and rule, the error at alpha = 0.8 (mean [95 % interval]), the
+        seeds at or above 0.01 and the median, as Chapter 7 quotes them (glued as ``ch4_<name>``, in this order)."""
+        set_key = {"T18": "t18", "all 30 tasks": "all30"}
+        model_key = {"mamba": "m", "mamba_merged": "mg", "linear_transformer": "lt"}
+        out = {}
+        for name in self.task_sets:
+            for key, mk in model_key.items():
+                for rule in self.rules:
+                    vals = self.at(name, key, rule, ALPHA_CLAIM)
+                    iv = interval(vals, self.n_test)
+                    tag = f"fc_{set_key[name]}_{mk}_{rule}"
+                    out[tag] = f"{iv.mean:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+                    out[f"{tag}_fail"] = f"{sum(v >= 0.01 for v in vals)} of {len(vals)}"
+                    out[f"{tag}_median"] = f"{np.median(vals):.4f}"
+        return out
 
     def summary(self) -> str:
         lines = [f"{name:>13} {key:>18} rule {rule}: " + " ".join(f"{e:.3f}" for e in errs)
