@@ -38,11 +38,12 @@ from ..analysis.fits import crossing
 from ..analysis.lemmas import pattern_attention
 from ..analysis.claims import ClaimParts, Measured
 from ..analysis import theory
-from ..analysis.stats import compare, interval_from_se, lower, upper
+from ..analysis.stats import compare, error_mean_se, interval, interval_from_se, lower, mean_se, upper
 from ..recipes.base import Result, internal, resolve_seeds
 from ..recipes.fig2 import RESULT_KEYS, Sweep, claim_tasks, members, sweep, trained_models  # noqa: F401 (re-exported)
 from ..recipes.stepsize import StepSizeSearch, search_seeds, step_size_search
 from ..recipes.validation import validation_hinge
+from ..reproducible import residual_bound
 from ..seeding import numpy_streams, substage
 
 __all__ = ["Fig2Preset", "PLAIN", "FIG2", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
@@ -476,3 +477,173 @@ def outlier_norm_errors(res: Fig2Result, preset: Fig2Preset, seeds, norms=(1.5, 
         sw = sweep({"mamba": model}, p, pre, seeds, stage=f"norm/{norm}", n=n, alphas=(0.0,), rules=["A"])
         out[norm] = (sw.mean["mamba"]["A"][0], sw.se["mamba"]["A"][0])
     return out
+
+
+def eta_search_report(preset: Fig2Preset, grids=None) -> tuple:
+    """Chapter 7's step-size search: :func:`eta_table` for every kind of ``grids`` (default :data:`ETA_GRIDS`).
+    Returns ``(searches, text, checks, numbers)``: ``{kind: StepSizeSearch}``, what the chapter prints, its
+    statements (``{statement: bool}``) and the numbers its prose quotes (``{name: text}``)."""
+    searches = {kind: eta_table(preset, kind, grid) for kind, grid in (ETA_GRIDS if grids is None else grids).items()}
+    lines = []
+    for kind, s in searches.items():
+        lines.append(f"{kind} (best eta = {s.best:g}):")
+        lines += [f"  eta = {lr:<6g} hinge {h:.5f} ± {se:.5f}   0-1 error {err:.4f}   vs best: {s.versus_best(lr).verdict}"
+                  for lr, h, se, err in s.rows()]
+    lin, m = searches["linear"], searches["mamba"]
+    checks = {"the preset is the search's output": all(s.best == preset.train[kind].lr for kind, s in searches.items()),
+              "both Mamba models at the edge eta <= 1": m.best == searches["mamba_merged"].best == 1.0,
+              "the linear Transformer's best is inside its grid": lin.lrs[0] < lin.best < lin.lrs[-1]}
+    ends = {lr: lin.versus_best(lr).significant for lr in (lin.lrs[0], lin.lrs[-1])}  # is the best bracketed?
+    numbers = {"eta_lin_ends": "distinguishable from both ends of the grid" if all(ends.values()) else
+               "distinguishable from neither end of the grid" if not any(ends.values()) else
+               "distinguishable from the end " + ", ".join(f"{lr:g}" for lr, sig in ends.items() if sig) + " only, not "
+               "from " + ", ".join(f"{lr:g}" for lr, sig in ends.items() if not sig) + ", so the grid does not bracket "
+               "it on that side"}
+    numbers.update({f"eta_{kind}": f"{s.best:g}" for kind, s in searches.items()})
+    numbers.update({"eta_lin_tied": ", ".join(f"{lr:g}" for lr in lin.lrs
+                                              if lr != lin.best and not lin.versus_best(lr).significant),
+                    "hinge_m_03": f"{m.mean[m.lrs.index(0.3)]:.5f}", "hinge_m_1": f"{m.mean[m.lrs.index(1.0)]:.5f}"})
+    return searches, "\n".join(lines), checks, numbers
+
+
+def eta_test_report(searches: dict, res: Fig2Result, preset: Fig2Preset, seeds, merged_d2, n: int = 2000) -> tuple:
+    """Chapter 7: the searched models of ``searches`` tested after the search on Definition 2 prompts (rule A, all
+    tasks, ``n`` prompts per seed; the merged product at every alpha of ``res``, the others at alpha = 0), and the
+    merged product of ``res`` with the label row of ``W`` zeroed (no retraining; restored after) on the task groups
+    (``merged_d2``: its distance-2 errors per seed with the row). Returns ``(at0, text, checks, numbers)``: ``{kind:
+    {lr: per-seed error at alpha = 0}}``, what the chapter prints, its statements and the numbers its prose quotes."""
+    alphas, fmt = res.alphas, "{:.3f} ± {:.3f}"
+    eta_test = {kind: eta_test_errors(s, preset, alphas if kind == "mamba_merged" else (0.0,), n=n)
+                for kind, s in searches.items()}  # rule A, all tasks
+    at0 = {kind: {lr: [row[0] for row in rows] for lr, rows in by_lr.items()} for kind, by_lr in eta_test.items()}
+    m_eta = compare(at0["mamba"][1.0], at0["mamba"][0.01], n_prompts=n)
+    g_eta = compare(at0["mamba_merged"][1.0], at0["mamba_merged"][0.1], n_prompts=n)
+    merged_eta = {lr: [error_mean_se([row[i] for row in eta_test["mamba_merged"][lr]], n) for i in range(len(alphas))]
+                  for lr in (0.03, 0.1, 0.3)}  # rule A, all tasks: (mean, SE) per alpha
+    n_search = len(eta_test["mamba_merged"][0.1])  # seeds of the search
+    small_up = {lr: below_up_to(alphas, [m for m, _ in st], [s for _, s in st], n_search) for lr, st in merged_eta.items()}
+    small_mean_up = {lr: below_up_to(alphas, [m for m, _ in st], [0.0] * len(st), n_search)
+                     for lr, st in merged_eta.items()}
+    lines = [" ".join(map(str, ("merged product, rule A, all tasks: below 0.01 up to alpha =", small_up,
+                                "(95 % t interval);", small_mean_up, "(mean only)")))]
+    m_min = min(interval(at0["mamba"][lr], n).low for lr in at0["mamba"])
+    # the label row of W: a direction whose expected gradient is zero (Condition 1 balances the labels of each
+    # pattern), moved only by SGD noise; zeroing it in the selected merged models (no retraining)
+    merged_0, n_test = res.models["mamba_merged"], res.n_test
+    with torch.no_grad():
+        W_saved = merged_0.W.clone()
+        merged_0.W[:, -1, :] = 0
+    g_zero = group_errors(merged_0, res.patterns, dataclasses.replace(preset.test, alpha=0.0), seeds, n_test,
+                          "groups/0.0")
+    with torch.no_grad():
+        merged_0.W.copy_(W_saved)
+    z_cmp = compare(g_zero["distance 2"], merged_d2, n_prompts=n_test)
+    lines.append(f"merged product, label row of W zeroed, distance-2 tasks: "
+                 f"{fmt.format(*error_mean_se(g_zero['distance 2'], n_test))} (vs "
+                 f"{fmt.format(*error_mean_se(merged_d2, n_test))})")
+    checks = {"the larger step errs more on unseen tasks (both Mamba models)":
+              m_eta.significant and m_eta.diff > 0 and g_eta.significant and g_eta.diff > 0,
+              "the paper's parametrisation keeps its floor at every step size": m_min > 0.03}
+    numbers = {"m_eta_diff": f"{m_eta.diff:.3f} ± {m_eta.se:.3f}", "g_eta_diff": f"{g_eta.diff:.3f} ± {g_eta.se:.3f}",
+               "m_eta_min": f"{m_min:.3f}",
+               "small_up": ", ".join(f"{v:g} at eta = {lr:g}" for lr, v in small_up.items()),
+               "small_mean_up": ", ".join(f"{v:g} at eta = {lr:g}" for lr, v in small_mean_up.items()),
+               "small_mean_max": f"{max(small_mean_up.values()):g}",
+               "zero_d2": fmt.format(*error_mean_se(g_zero["distance 2"], n_test)),
+               "zero_verdict": z_cmp.verdict.replace("a < b", "lower").replace("a > b", "higher")}
+    return at0, "\n".join(lines), checks, numbers
+
+
+#: the models of Chapter 7's diagnosis by task group (the keys of :func:`floor_report`'s ``groups``)
+DIAGNOSIS = ("Mamba", "merged product", "Mamba, $W_B$ frozen", "linear Transformer")
+
+
+def floor_report(groups: dict, res: Fig2Result) -> tuple:
+    """Where Mamba's floor sits (Chapter 7): ``groups`` is ``{alpha: {model name of DIAGNOSIS: {group: error per
+    seed}}}`` on ``res.n_test`` prompts per seed, at alpha 0 and 0.8 (rule A). Returns ``(checks, numbers)``: the
+    prose's statements about the distance-2 tasks and the numbers it quotes (``{name: text}``)."""
+    g0, n_test, S, fmt = groups[0.0], res.n_test, len(res.seeds), "{:.3f} ± {:.3f}"
+    d2 = {name: error_mean_se(g["distance 2"], n_test) for name, g in g0.items()}
+    worst_other = max(error_mean_se(g0["Mamba"][k], n_test)[0] for k in ("training", "reversed", "distance 3"))
+    n_d2 = res.n_tasks - len(res.claim["tasks"])  # the 12 ordered pairs (a, b) two steps apart
+    share = n_d2 * d2["Mamba"][0] / (res.n_tasks * res.errors["mamba"]["A"][0])
+    lt_d2 = compare(g0["linear Transformer"]["distance 2"], g0["Mamba"]["distance 2"], n_prompts=n_test)
+    checks = {"the floor is the distance-2 tasks": lower(*d2["Mamba"], S) > 0.1 and worst_other < 0.01,
+              "they hold over 90 % of the all-task error": share > 0.9,
+              "the linear Transformer errs less there": lt_d2.significant and lt_d2.diff < 0}
+    return checks, {"d2_mamba": fmt.format(*d2["Mamba"]), "d2_lt": fmt.format(*d2["linear Transformer"]),
+                    "worst_other": f"{worst_other:.3f}", "floor_share": f"{100 * share:.0f}%", "n_d2": f"{n_d2}"}
+
+
+def merged_groups_report(groups: dict, res: Fig2Result, l_ts: int) -> tuple:
+    """The merged product against the paper's parametrisation by task group (Chapter 7; ``groups`` as for
+    :func:`floor_report`), and the coin-flip level at alpha = 0.8 of a model that attends only to same-pattern
+    examples (``l_ts`` examples per prompt). Returns ``(checks, numbers)``."""
+    g0, g8, n_test, S, fmt = groups[0.0], groups[0.8], res.n_test, len(res.seeds), "{:.3f} ± {:.3f}"
+    p_none = (1 - (1 - 0.8) / 2) ** l_ts  # no clean example with the query's pattern, alpha = 0.8
+    d3 = {name: error_mean_se(g8[name]["distance 3"], n_test) for name in ("Mamba", "merged product")}
+    d2_8 = {name: error_mean_se(g8[name]["distance 2"], n_test) for name in ("merged product", "Mamba, $W_B$ frozen")}
+    m_d2 = compare(g0["merged product"]["distance 2"], g0["Mamba"]["distance 2"], n_prompts=n_test)
+    m_d3 = compare(g0["merged product"]["distance 3"], g0["Mamba"]["distance 3"], n_prompts=n_test)
+    fr_mg = compare(g0["Mamba, $W_B$ frozen"]["distance 2"], g0["merged product"]["distance 2"], n_prompts=n_test)
+    # at alpha = 0.8, models without cross-pattern attention sit at a coin flip on the prompts without a clean
+    # example of the query's pattern (error >= p_none / 2 on the unseen-distance tasks: none is distinguishably
+    # below that level); the paper's parametrisation is distinguishably below it on the distance-3 tasks
+    checks = {"merged: lower on distance 2, higher on distance 3": m_d2.significant and m_d2.diff < 0
+              and m_d3.significant and m_d3.diff > 0,
+              "frozen W_B (the smaller step on the attention) errs less than merged": fr_mg.significant and fr_mg.diff < 0,
+              "no same-pattern-only model distinguishably below the coin-flip level":
+              all(upper(m, s, S) > p_none / 2 for m, s in d2_8.values()) and upper(*d3["merged product"], S) > p_none / 2,
+              "the paper's parametrisation below it on distance 3": upper(*d3["Mamba"], S) < p_none / 2}
+    numbers = {"mg_d2_0": fmt.format(*error_mean_se(g0["merged product"]["distance 2"], n_test)),
+               "mg_d3_0": fmt.format(*error_mean_se(g0["merged product"]["distance 3"], n_test)),
+               "m_d3_0": fmt.format(*error_mean_se(g0["Mamba"]["distance 3"], n_test)),
+               "p_none": f"{p_none:.3f}", "p_none_half": f"{p_none / 2:.3f}",
+               "mg_d2_8": fmt.format(*d2_8["merged product"]), "fr_d2_8": fmt.format(*d2_8["Mamba, $W_B$ frozen"]),
+               "mg_d3_8": fmt.format(*d3["merged product"]), "m_d3_8": fmt.format(*d3["Mamba"])}
+    return checks, numbers
+
+
+def attention_report(res: Fig2Result, by_dist: dict) -> tuple:
+    """The learned attention between patterns by their distance on the training cycle (Chapter 7): ``by_dist``
+    is ``{model name: (seeds, distance 0..3)}`` (:func:`attention_by_distance`) for "Mamba", "merged product" and
+    "Mamba, $W_B$ frozen"; each factor of ``res``'s Mamba alone is measured too. Returns ``(text, checks,
+    numbers)``."""
+    fmt, pat = "{:.3f} ± {:.3f}", res.patterns
+    dist = cyclic_distance(pat.mu.shape[0])
+    factor_d2 = {name: pattern_attention(getattr(res.models["mamba"], name).detach(), pat.mu)[:, dist == 2].mean(-1)
+                 for name in ("W_B", "W_C")}  # (seeds,): the distance-2 part of each factor alone
+    A_m, A_g, A_f = (by_dist[k] for k in ("Mamba", "merged product", "Mamba, $W_B$ frozen"))
+    text = "\n".join(f"{name} alone, patterns two steps apart: {fmt.format(*mean_se(v.tolist()))}"
+                     for name, v in factor_d2.items())
+    checks = {"every seed: + - + - by distance": bool(all((A_m[:, 0] > 0) & (A_m[:, 1] < 0) & (A_m[:, 2] > 0)
+                                                          & (A_m[:, 3] < 0))),
+              "each factor positive at distance 2, the product more": bool(
+                  all((v > 0).all() for v in factor_d2.values()) and (A_m[:, 2] > factor_d2["W_B"]).all()),
+              "merged and frozen W_B: exactly zero beyond distance 1 (rounding)": bool(
+                  A_g[:, 2:].abs().max() < 1e-10 and A_f[:, 2:].abs().max() < 1e-10)}
+    numbers = {f"attn_d{k}": fmt.format(*mean_se(A_m[:, k].tolist())) for k in range(4)}
+    numbers.update({"attn_merged_max": f"{residual_bound(max(A_g[:, 2:].abs().max().item(), A_f[:, 2:].abs().max().item())):.0e}",
+                    "wb_d2": fmt.format(*mean_se(factor_d2["W_B"].tolist())),
+                    "wc_d2": fmt.format(*mean_se(factor_d2["W_C"].tolist()))})
+    return text, checks, numbers
+
+
+def plain_report(preset: Fig2Preset, pat: Patterns, seeds, alphas=(0.0, 0.5, 0.6, 0.8)) -> tuple:
+    """Chapter 7's plain first attempt: Mamba trained with ``preset`` (``PLAIN``) and swept under rule A at
+    ``alphas`` on all tasks and on the claim tasks (stream stages ``plain/all``, ``plain/claim``). Returns
+    ``(text, checks, numbers)``."""
+    fmt, S, M1 = "{:.3f} ± {:.3f}", len(seeds), preset.data.M1
+    plain = trained_models(preset, pat, seeds, kinds=("mamba",))["mamba"][0]
+    sw = {name: sweep({"mamba": plain}, pat, preset, seeds, tasks=tasks, stage=f"plain/{name}", alphas=alphas,
+                      rules=["A"]) for name, tasks in (("all", all_tasks(M1)), ("claim", claim_tasks(M1)))}
+    text = "\n".join(f"plain Mamba, rule A, {'all 30' if name == 'all' else '18'} tasks: " + "; ".join(
+        f"alpha = {a}: {m:.3f} ± {s:.3f}" for a, m, s in zip(alphas, w.mean["mamba"]["A"], w.se["mamba"]["A"]))
+        for name, w in sw.items())
+    pm, ps = sw["all"].mean["mamba"]["A"], sw["all"].se["mamba"]["A"]
+    cm, cs = sw["claim"].mean["mamba"]["A"], sw["claim"].se["mamba"]["A"]
+    checks = {"a floor, and a failure at alpha = 0.8": lower(pm[0], ps[0], S) > 0.03 and lower(pm[-1], ps[-1], S) > 0.3,
+              "on the 18 tasks it fails already at alpha = 0.5, inside Theorem 2(c)'s range": lower(cm[1], cs[1], S) > 0.01}
+    numbers = {"plain_0": fmt.format(pm[0], ps[0]), "plain_8": fmt.format(pm[-1], ps[-1]),
+               "plain18_5": fmt.format(cm[1], cs[1]), "plain18_6": fmt.format(cm[2], cs[2])}
+    return text, checks, numbers
