@@ -167,3 +167,36 @@ def test_ablations_claims_need_theorem_4d_alphas():
     with pytest.raises(ConfigError, match="Theorem 4"):
         abl.claims()
     assert math.isclose(_ablations_result().thm4d_stats()["predicted"], 5.333333333333333)
+
+
+def test_thm4d_report_quotes_the_derived_numbers():
+    text, checks, numbers = _ablations_result().thm4d_report()
+    assert text.count("\n") == 3 and "ratio 4.000 ± 0.000 (Theorem 4(d): 5.3)" in text
+    assert numbers["len_ratio"] == "4.000 ± 0.000" and numbers["len_pred"] == "5.3" and numbers["len_mid"] == "362"
+    assert numbers["len_pred_in"] == "outside" and numbers["len_closer"] == "the proof's"  # 4 is nearer 3 than 5.33
+    assert checks["alpha = 0.4 needs more examples than 0.3"]
+
+
+def test_judge_on_the_stored_chapter_runs_gives_the_book_rows():
+    """Where the result store holds this source's fig2, fig2_ablations and fig2_complete runs (Chapter 7 executed),
+    ``judge`` computes Chapter 7's rows from them alone, identical to book/results.json; skipped otherwise."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from mambaicl.experiments.book import BOOK_RUNS, book_call, judge_results
+    from mambaicl.experiments.store import _file
+
+    results = {}
+    for run in BOOK_RUNS:
+        if run.label in ("fig2", "fig2_ablations", "fig2_complete"):
+            fn, args, kwargs = book_call(run)
+            file = _file(fn, args, run.key_kwargs(kwargs), None)
+            if not file.is_file():
+                pytest.skip(f"the store holds no {run.label} run of this source")
+            results[run.label] = torch.load(file, map_location="cpu", weights_only=False)
+    rows = json.loads(judge_results(results, only_measured=True))
+    book = {r["key"]: r for r in json.loads((Path(__file__).resolve().parents[1] / "book" / "results.json")
+                                            .read_text("utf-8"))}
+    assert len(rows) == 11 and all(book[r["key"]] == r for r in rows), [r["key"] for r in rows if book[r["key"]] != r]
