@@ -56,7 +56,7 @@ BOOK_RUNS = (
     BookRun("mechanism", "one_layer"), BookRun("mechanism", "mamba1"), BookRun("mechanism"),
     BookRun("mechanism", "fig3_none"), BookRun("timing", function="mamba1_speed"), BookRun("sst2"),
     BookRun("boundary"), BookRun("gates"), BookRun("multiclass"), BookRun("regression"),
-    BookRun("fig2_complete"), BookRun("seed_tail"), BookRun("context_examples"), BookRun("kappa_lower_bound"), BookRun("batch_size"),
+    BookRun("fig2"), BookRun("fig2_ablations", reuse="fig2"), BookRun("fig2_complete"), BookRun("seed_tail"), BookRun("context_examples"), BookRun("kappa_lower_bound"), BookRun("batch_size"),
     BookRun("rmsnorm_causal"), BookRun("deep_gate_training"), BookRun("app14_gates"),
 )
 

@@ -30,7 +30,10 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..analysis.claims import ClaimParts
+from ..analysis.stats import interval
 from ..config import ConfigError, choices, instance, to_dict
 from ..data.task_sets import COMPLETE_SETS, complete_set
 from ..recipes.base import Preset, Result, internal, resolve_seeds
@@ -132,6 +135,40 @@ class CompleteResult(Result):
             "fig2-merged-complete": ClaimParts(parts=mg_parts, n_prompts=n, ours="worst-rule error at α = 0.8: "
                                                + "; ".join(mg_txt) + tail),
         }
+
+    def numbers(self, judged: dict | None = None) -> dict:
+        """``{name: text}``: per training set, model and rule, the error at alpha = 0.8 (mean [95 % interval]), the
+        seeds at or above 0.01 and the median, as Chapter 7 quotes them (glued as ``ch4_<name>``, in this order);
+        with ``judged`` (the judgements of :meth:`claims`' rows) the verdicts and parts the prose quotes too."""
+        set_key = {"T18": "t18", "all 30 tasks": "all30"}
+        model_key = {"mamba": "m", "mamba_merged": "mg", "linear_transformer": "lt"}
+        out = {}
+        for name in self.task_sets:
+            for key, mk in model_key.items():
+                for rule in self.rules:
+                    vals = self.at(name, key, rule, ALPHA_CLAIM)
+                    iv = interval(vals, self.n_test)
+                    tag = f"fc_{set_key[name]}_{mk}_{rule}"
+                    out[tag] = f"{iv.mean:.4f} [{iv.low:.4f}, {iv.high:.4f}]"
+                    out[f"{tag}_fail"] = f"{sum(v >= 0.01 for v in vals)} of {len(vals)}"
+                    out[f"{tag}_median"] = f"{np.median(vals):.4f}"
+        if judged is not None:
+            m = judged["fig2-mamba-complete"]
+            out.update({"fc_verdict_m": m.verdict, "fc_verdict_lt": judged["fig2-lt-complete"].verdict,
+                        "fc_outcome_mg": judged["fig2-merged-complete"].outcome,
+                        "fc_failing": "; ".join(m.parts_failed()) or "none",
+                        "fc_holding": "; ".join(m.parts_holding()) or "none",
+                        "fc_undecided": "; ".join(m.parts_failing()) or "none"})
+        return out
+
+    def checks(self, cycle_error: float) -> dict:
+        """Chapter 7's statements about the complete sets, each ``True`` where the measurement bears it out
+        (``cycle_error``: Figure 2's Mamba trained on App. 9's cycle, rule A, alpha = 0.8, mean over seeds)."""
+        mean = {r: float(np.mean(self.at("all 30 tasks", "mamba", r, ALPHA_CLAIM))) for r in self.rules}
+        return {"trained on all 30 tasks, about 0.01 at alpha = 0.8 under every rule": max(mean.values()) < 0.05,
+                "below 0.01 under rules B and C": mean["B"] < 0.01 and mean["C"] < 0.01,
+                "just above the paper's level under rule A": mean["A"] > 0.01,
+                "the error falls from the cycle's": cycle_error > 5 * mean["A"]}
 
     def summary(self) -> str:
         lines = [f"{name:>13} {key:>18} rule {rule}: " + " ".join(f"{e:.3f}" for e in errs)
