@@ -14,11 +14,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[1] / "mambaicl"
 
 #: imports that are known to break a rule and are scheduled to move (module -> imported modules); keep it short
-PENDING = {
-    # Judgement.glue glues through the notebook layer: Chapters 3 and 4 still call CLAIMS[key].judge(...).glue(ours);
-    # every other chapter glues its rows with notebook.glue_claims (issue 39). It goes with those two chapters.
-    "analysis/verdicts.py": {"mambaicl.notebook"},
-}
+PENDING: dict = {}
 
 
 def _imports(path: Path) -> set:

@@ -7,8 +7,7 @@ measurement. An experiment's result says which claims it measures and how (``Res
 :class:`ClaimParts`, the keyword inputs of :meth:`Claim.judge` and the row's "ours" text, computed from the
 stored measurements); :func:`judge_all` judges them here, and a chapter glues what came back
 (:func:`mambaicl.notebook.glue_claims`), as ``python -m mambaicl judge`` does from the result store
-(:mod:`mambaicl.experiments.book`). No chapter writes or chooses a verdict. (Chapters 3 and 4 still hand
-their per-seed values to ``CLAIMS[key].judge(...)`` and glue with :meth:`Judgement.glue`; issue 39.)
+(:mod:`mambaicl.experiments.book`). No chapter writes or chooses a verdict.
 
 **The statistical rule** (the only one in the book, :mod:`mambaicl.analysis.stats`): every measured
 quantity is summarised by its two-sided 95 % interval from Student's t with ``seeds - 1`` degrees of
@@ -289,9 +288,12 @@ _ROWS = [
                  below(FIG2_EPSILON, "Mamba: final loss ≤ ε = 0.01"),
                  below(FIG2_EPSILON, "linear Transformer: final loss ≤ ε = 0.01"),
                  above(1.0, "T_M(ε)/T_T(ε) > 1 (Remark 4: T_M = Θ(l_tr) T_T)"))),
-    Claim("fig2-mamba", "ch04_robustness", "Fig. 2 (§4.1): one-layer Mamba, all 30 tasks, rules A/B/C",
+    Claim("fig2-mamba", "ch04_robustness",
+          "Fig. 2 (§4.1): one-layer Mamba trained on App. 9's cycle (the one training set the paper writes down), "
+          "tested on all 30 tasks, rules A/B/C",
           "the classification error of Mamba is smaller than 0.01 even when α is close to 0.8", "§4.1, Figure 2",
-          "test error at α = 0.8, per seed", "all 30 tasks of 𝒯 (§2: the error is computed across all tasks), FIG2 preset",
+          "test error at α = 0.8, per seed", "trained on App. 9's cycle; tested on all 30 tasks of 𝒯 (§2: the error is "
+          "computed across all tasks), FIG2 preset",
           _T_PARTS,
           all_of("error at α = 0.8 below 0.01 under each rule",
                  below(0.01, "rule A (flipped)"), below(0.01, "rule B (targeted)"), below(0.01, "rule C (random)")),

@@ -375,17 +375,6 @@ class Judgement:
         failing seed; ``None`` for a part without per-seed values."""
         return [m.get("tail") for m in self._part_jsons()]
 
-    def glue(self, ours: str) -> None:
-        """Glue ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and ``res_<key>_measured`` (JSON).
-
-        Returns ``None``, so a cell that ends with it displays nothing."""
-        from ..notebook import glue
-
-        name = self.claim.key.replace("-", "_")
-        glue(f"res_{name}_ours", ours)
-        glue(f"res_{name}_verdict", self.verdict)
-        glue(f"res_{name}_measured", json.dumps(self.measured_json(), sort_keys=True))
-
     def __str__(self) -> str:
         return self.verdict
 

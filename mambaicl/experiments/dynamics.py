@@ -66,7 +66,7 @@ from ..recipes.dynamics import (FACTOR_NAMES, LEMMA4_RATES, RATE_NAMES, Report, 
                                init_exponents, record_steps, setting_label, sweep_summary, trained_settings)
 from ..recipes.presets import (DYNAMICS, DYNAMICS_KINDS, DYNAMICS_SEEDS, DYNAMICS_TINY, DynamicsPreset, Setting,  # noqa: F401
                      sweep_settings)
-from ..viz.style import LABELS  # the models' names in the chapter's tables (a leaf module: no plotting)
+from ..models import LABELS  # the models' names in the chapter's tables
 
 __all__ = ["DEFAULT_SEEDS", "KINDS", "FACTORS", "PREDICTED", "FACTOR_LABELS", "DynamicsPreset",
            "DYNAMICS", "TINY", "PRESETS", "DEFAULT_PRESET", "Setting", "sweep_settings", "record_steps",

@@ -43,7 +43,7 @@ from ..recipes.dynamics import (FACTOR_NAMES, LEMMA4_RATES, RATE_NAMES, Report, 
                                init_exponents, setting_label, sweep_summary, trained_settings)
 from ..recipes.presets import (DYNAMICS, DYNAMICS_KINDS as KINDS, DYNAMICS_SEEDS as DEFAULT_SEEDS, DYNAMICS_TINY as DYN_TINY,
                      DynamicsPreset, Setting)
-from ..viz.style import LABELS  # the models' names in the chapter's tables (a leaf module: no plotting)
+from ..models import LABELS  # the models' names in the chapter's tables
 
 __all__ = ["DEFAULT_SEEDS", "EARLY_FACTORS", "ChecksPreset", "CHECKS", "TINY", "PRESETS", "DEFAULT_PRESET",
            "early_settings", "horizon", "scaled_settings", "init_exponents", "setting_label", "ChecksResult", "run",

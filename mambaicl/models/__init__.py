@@ -40,7 +40,17 @@ from .deep import KINDS, DeepICLModel  # noqa: E402
 from .mamba1 import Mamba1Block  # noqa: E402
 from .factory import GATE_KINDS, build_model  # noqa: E402
 
-__all__ = [
+#: the models' names in text, tables and legends (the book's one spelling of each kind; viz.style re-exports it)
+LABELS = {
+    "mamba": "Mamba",
+    "mamba_merged": "Mamba, merged product",
+    "linear": "linear Transformer",
+    "softmax": "softmax Transformer",
+    "mamba1": "Mamba-1 block",
+    "oracle": "encoder ceiling (oracle)",
+}
+
+__all__ = ["LABELS", 
     "GATE_KINDS",
     "KINDS",
     "ONE_LAYER_KINDS",

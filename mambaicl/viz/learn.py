@@ -249,7 +249,7 @@ def fig_gate_training(steps, gates, outlier, sigmas=None) -> plt.Figure:
 
 def fig_floor(groups, counts, errors: dict, bound: dict, *, alpha: float) -> plt.Figure:
     """``fig-learn-floor``: a model's test error on each task group at two outlier fractions, beside the
-    information bound of Chapter 10 at the larger one.
+    reader bound of Chapter 10 at the larger one.
 
     Args:
         groups: the task groups in order, e.g. ``["training", "reversed", "distance 2", "distance 3"]``.
@@ -265,7 +265,7 @@ def fig_floor(groups, counts, errors: dict, bound: dict, *, alpha: float) -> plt
         ax.bar(x + (n - (len(errors) - 1) / 2) * width, [err[g] for g in groups], width=width, color=cols[n],
                label=label)
     ax.scatter(x + (len(errors) - 1) / 2 * width, [bound[g] for g in groups], marker="_", s=400, lw=2.5,
-               color="black", zorder=3, label=f"information bound at $\\alpha = {alpha}$ (Chapter 10)")
+               color="black", zorder=3, label=f"reader bound at $\\alpha = {alpha}$ (Chapter 10)")
     ax.axhline(0.01, color=PALETTE["theory"], ls=":", lw=1.2, label="the paper's 0.01")
     ax.set_xticks(x)
     ax.set_xticklabels([f"{g}\n({counts[g]} tasks)" for g in groups])

@@ -29,14 +29,7 @@ PALETTE = {
     "paper": "#F0E442",  # yellow: a number reported by the paper
 }
 
-LABELS = {
-    "mamba": "Mamba",
-    "mamba_merged": "Mamba, merged product",
-    "linear": "linear Transformer",
-    "softmax": "softmax Transformer",
-    "mamba1": "Mamba-1 block",
-    "oracle": "encoder ceiling (oracle)",
-}
+from ..models import LABELS  # noqa: E402 - the models' names, defined once beside the models
 
 
 def color(key: str) -> str:
