@@ -40,6 +40,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+import torch
 
 from ..analysis.stats import error_mean_se, mean_se
 from ..analysis.theory import alpha_limit_lt_d, alpha_limit_mamba_d, alpha_threshold_lt, alpha_threshold_mamba
@@ -55,7 +56,7 @@ from ..train import Member, SyntheticData, train
 from ..recipes.base import Preset, Result, internal, resolve_device, resolve_seeds
 
 __all__ = ["BoundaryPreset", "THEOREMS", "TINY", "PRESETS", "DEFAULT_PRESET", "DEFAULT_SEEDS",
-           "BoundaryResult", "alpha_limit_mamba_d", "alpha_limit_lt_d", "members", "trained_grid", "run"]
+           "BoundaryResult", "alpha_limit_mamba_d", "alpha_limit_lt_d", "members", "trained_grid", "fine_grid", "run"]
 
 
 
@@ -77,9 +78,23 @@ class BoundaryPreset(Preset):
     test: TestConfig = instance(TestConfig, factory=lambda: SYNTHETIC_TEST)
     train: dict = trains(synthetic_trains)
     pattern_seed: int = integer(0, 0)
+    # issue 41: the fine alpha grid near each predicted boundary, and the cells the row breakdown judges (declared in
+    # the registry before the run): Mamba's cells where Theorem 2 guarantees the most, the linear Transformer's at the
+    # l_ts where Theorem 4 guarantees the most (every p_a); boundary-kappa reads alpha* at a rise of ``rise`` over the
+    # same seed's alpha = 0 error as well (robustness, not the error floor)
+    fine_step: float = real(0.02, 0.0, 1.0, low_open=True, high_open=True)
+    fine_halfwidth: float = real(0.1, 0.0, 1.0, low_open=True, high_open=True)
+    mamba_cells_l_ts: int = integer(10, 1)
+    mamba_cells_p_as: tuple = reals((0.5, 0.65, 0.8), 0.0, 1.0, high_open=True, distinct=True)
+    linear_cells_l_ts: int = integer(60, 1)
+    rise: float = real(0.1, 0.0, 1.0, low_open=True, high_open=True)
 
     def _check(self) -> None:
         check_trains("train", {k: self.train.get(k) for k in self.models}, self.models)
+        if self.mamba_cells_l_ts not in self.l_tss or self.linear_cells_l_ts not in self.l_tss:
+            raise ConfigError(f"mamba_cells_l_ts and linear_cells_l_ts must be in l_tss = {self.l_tss!r}")
+        if not set(self.mamba_cells_p_as) <= set(self.p_as):
+            raise ConfigError(f"mamba_cells_p_as must be values of p_as = {self.p_as!r}; got {self.mamba_cells_p_as!r}")
         if self.kappas[0] != self.test.kappa_a_prime:
             raise ConfigError(f"kappas[0] must be test.kappa_a_prime = {self.test.kappa_a_prime!r} (the main "
                               f"results' kappa_a'); got {self.kappas[0]!r}")
@@ -95,6 +110,37 @@ class BoundaryPreset(Preset):
         """``r = p_a l_tr / l_ts``."""
         return p_a * self.data.l_tr / l_ts
 
+    def guaranteed(self, kind: str, p_a: float, l_ts: int) -> float:
+        """The boundary the paper guarantees (conditions (c) and (d), constants 1; :func:`boundary_margins`): Mamba
+        ``min(1, r, 1 - log M1 / l_ts)``, the linear Transformer ``min(1/2, Theorem 4(d)'s limit)``."""
+        if kind == "linear":
+            return min(alpha_threshold_lt(), alpha_limit_lt_d(int(l_ts), self.data.M1))
+        return min(alpha_threshold_mamba(p_a, self.data.l_tr, l_ts), alpha_limit_mamba_d(int(l_ts), self.data.M1))
+
+    def lattice(self, center: float) -> set:
+        """The points of the ``fine_step`` lattice in ``[0, 1)`` within ``fine_halfwidth`` of ``center``."""
+        n = int(round(1 / self.fine_step))
+        return {round(i * self.fine_step, 10) for i in range(n)
+                if abs(i * self.fine_step - center) <= self.fine_halfwidth + 1e-9}
+
+    def breakdown_cells(self) -> list:
+        """``[(kind, p_a, l_ts)]``: the cells the row ``breakdown`` judges, declared before the run."""
+        return ([("mamba", p, self.mamba_cells_l_ts) for p in self.mamba_cells_p_as]
+                + [("linear", p, self.linear_cells_l_ts) for p in self.p_as])
+
+    def fine_alphas(self, kappa: float, l_ts: int) -> tuple:
+        """The fine alphas tested at ``(kappa, l_ts)`` besides ``alphas``: at ``kappas[0]`` the lattice near the
+        guaranteed boundary of every breakdown cell with this ``l_ts``; at ``kappa_a' = kappa_a`` the lattice near 1/2
+        where a cell has ``r <= 1/2`` (boundary-kappa; at ``kappas[0]`` Mamba's alpha* lies far above 1/2)."""
+        pts = set()
+        if kappa == self.kappas[0]:
+            for kind, p, l in self.breakdown_cells():
+                if l == l_ts:
+                    pts |= self.lattice(self.guaranteed(kind, p, l))
+        if kappa == self.data.kappa_a and any(self.ratio(p, l_ts) <= 0.5 for p in self.p_as):
+            pts |= self.lattice(0.5)
+        return tuple(sorted(a for a in pts if not any(abs(a - b) < 1e-9 for b in self.alphas)))
+
 
 #: "theorems": 5 training p_a x 5 test l_ts (r from 0.067 to 1.6), 13 alphas up to 0.99, the three
 #: one-layer models with Figure 2's settings; boundary at error 0.25 (halfway from perfect to chance) and 0.1;
@@ -102,7 +148,7 @@ class BoundaryPreset(Preset):
 THEOREMS = BoundaryPreset(name="theorems")
 #: "tiny": a seconds-long smoke test (CLI tests); not a result of the book
 TINY = dataclasses.replace(THEOREMS, name="tiny", p_as=(0.2, 0.8), l_tss=(10, 40), alphas=(0.0, 0.5, 0.9, 0.99),
-                           models=("mamba", "linear"), n_test=200,
+                           models=("mamba", "linear"), n_test=200, mamba_cells_p_as=(0.8,), linear_cells_l_ts=40,
                            train=synthetic_trains(steps=40))
 PRESETS = {"theorems": THEOREMS, "tiny": TINY}
 DEFAULT_PRESET = "theorems"
@@ -149,8 +195,59 @@ class BoundaryResult(Result):
     levels: list  # [level, *further levels]
     by_kappa: dict  # by_kappa[f"{kappa:g}"]: {"errors_per_seed", "errors", "boundary": {f"{level:g}": [model][j][k]}}
     config: dict
+    # fine[f"{kappa:g}"][str(l_ts)]: {"alphas": the fine alphas, "errors_per_seed": {model: [j][s][i]}} (issue 41)
+    fine: dict = dataclasses.field(default_factory=dict)
     models: dict = internal()
     spec: BoundaryPreset = internal()
+
+    def curve(self, kind: str, kappa: float, j: int, k: int, s: int) -> tuple:
+        """``(alphas, errors)`` of one cell and seed on the coarse grid merged with the fine alphas tested there."""
+        coarse = self.by_kappa[f"{kappa:g}"]["errors_per_seed"][kind][j][k][s]
+        pts = list(zip(self.alphas, coarse))
+        fine = self.fine.get(f"{kappa:g}", {}).get(str(self.l_tss[k]))
+        if fine:
+            pts += list(zip(fine["alphas"], fine["errors_per_seed"][kind][j][s]))
+        pts.sort()
+        return [a for a, _ in pts], [e for _, e in pts]
+
+    def fine_star(self, kind: str, kappa: float, j: int, k: int, *, level: float | None = None,
+                  rise: float | None = None) -> list:
+        """Per seed, alpha* of cell ``(j, k)`` on the merged grid (:meth:`curve`): the first alpha at which the error
+        reaches ``level`` or, with ``rise``, exceeds the same seed's alpha = 0 error by ``rise`` (linear
+        interpolation); censored (never reached): the largest alpha, a lower bound."""
+        out = []
+        for s in range(len(self.seeds)):
+            a, e = self.curve(kind, kappa, j, k, s)
+            if rise is not None:
+                e, lvl = [x - e[0] for x in e], rise
+            else:
+                lvl = self.level if level is None else level
+            c = crossing(a, e, lvl)
+            out.append(a[-1] if math.isnan(c) else c)
+        return out
+
+    def cell_margins(self) -> list:
+        """``[(kind, p_a, l_ts, guaranteed boundary, per-seed alpha* - guaranteed)]`` of the declared breakdown cells
+        (alpha* at the preset's level, kappa_a' = kappas[0], on the merged grid)."""
+        P = self.spec
+        out = []
+        for kind, p, l in P.breakdown_cells():
+            j, k, thr = P.p_as.index(p), P.l_tss.index(l), P.guaranteed(kind, p, l)
+            out.append((kind, p, l, thr, [a - thr for a in self.fine_star(kind, P.kappas[0], j, k)]))
+        return out
+
+    def kappa_parts(self) -> list:
+        """``[(kappa_a', its name, "level" or "rise", per seed the smallest alpha* - 1/2 over the cells with
+        r <= 1/2)]``: the parts of ``boundary-kappa`` in the registry's order (alpha* on the merged grid)."""
+        P = self.spec
+        cells = [(j, k) for j in range(len(P.p_as)) for k in range(len(P.l_tss)) if self.ratio[j][k] <= 0.5]
+        out = []
+        for kap, name in ((P.data.kappa_a, "κa"), (P.kappas[0], "κa/L")):
+            for how in ("level", "rise"):
+                kw = {"level": P.level} if how == "level" else {"rise": P.rise}
+                stars = {(j, k): self.fine_star("mamba", kap, j, k, **kw) for j, k in cells}
+                out.append((kap, name, how, [min(stars[c][s] - 0.5 for c in cells) for s in range(len(self.seeds))]))
+        return out
 
     def cells(self, kind: str, kappa: float | None = None, level: float | None = None) -> list:
         """Boundary statistics ``[j][k]`` of ``kind`` at test magnitude ``kappa`` and error ``level`` (default: the
@@ -226,23 +323,35 @@ class BoundaryResult(Result):
         lt_stars = [self.boundary["linear"][j][k]["mean"] for j, k in cells]
         eff = compare(self.effect("mamba", "l_ts"), [0.0] * S)
         d_gap = self.gaps(P.kappas[0], P.level)[0]
-        halves = [(name, lvl, interval(self.beyond_half("mamba", kap, lvl))) for kap, name, lvl in self.kappa_levels()]
+        kp = self.kappa_parts()
+        cm = self.cell_margins()
+
+        def cell_text(kind):
+            return "/".join(f"{mean_se(m)[0]:+.3f}" for kd, _, _, _, m in cm if kd == kind)
+
+        mc = [(p, l) for kd, p, l, _, _ in cm if kd == "mamba"]
+        lc = [(p, l) for kd, p, l, _, _ in cm if kd == "linear"]
         return {
             "breakdown": ClaimParts(
-                "smallest margin over the 25 cells of alpha* above the guaranteed boundary (conditions (c) and (d), "
-                "constants 1): " + "; ".join(f"{name} {mean_se(margins[k])[0]:+.2f}"
-                                             for k, name in (("mamba", "Mamba"), ("linear", "linear Transformer")))
-                + f" ({S} seeds; alpha* = error {P.level:g})", parts=[margins["mamba"], margins["linear"]]),
+                "α* minus the guaranteed boundary (conditions (c) and (d), constants 1) per declared cell, α grid 0.02 "
+                f"near it: Mamba at l_ts = {mc[0][1]}, p_a = {'/'.join(f'{p:g}' for p, _ in mc)}: {cell_text('mamba')}; "
+                f"linear Transformer at l_ts = {lc[0][1]}, p_a = {'/'.join(f'{p:g}' for p, _ in lc)}: "
+                f"{cell_text('linear')} ({S} seeds; α* = error {P.level:g}; smallest margin over all 25 cells on the "
+                "coarse grid: " + "; ".join(f"{name} {mean_se(margins[k])[0]:+.2f}"
+                                            for k, name in (("mamba", "Mamba"), ("linear", "linear Transformer")))
+                + ")", parts=[m for *_, m in cm]),
             "boundary": ClaimParts(
                 f"Mamba alpha* {min(m_stars):.2f}-{max(m_stars):.2f} over 25 (p_a, l_ts) cells, far above min(1, r) "
                 f"and rising with l_ts ({eff.diff:+.2f} ± {eff.se:.2f}), within {max(d_gap):.2f} of 1 - log(M1)/l_ts; "
                 f"linear Transformer {min(lt_stars):.2f}-{max(lt_stars):.2f} < 1/2 ({S} seeds)",
                 per_seed=self.effect("mamba", "l_ts")),
             "boundary-kappa": ClaimParts(
-                f"smallest α* − 1/2 over the cells with r ≤ 1/2 (Mamba, {S} seeds, 95 % t): "
-                + "; ".join(f"κ_a′ = {name}, level {lvl:g}: {h.mean:+.2f} [{h.low:+.2f}, {h.high:+.2f}]"
-                            for name, lvl, h in halves),
-                parts=[self.beyond_half("mamba", kap, lvl) for kap, _, lvl in self.kappa_levels()]),
+                f"smallest α* − 1/2 over the cells with r ≤ 1/2 (Mamba, {S} seeds, 95 % t; α* at error {P.level:g} or at "
+                f"a rise of {P.rise:g} over the seed's α = 0 error; 0.02 grid on [0.4, 0.6] at κ_a′ = κ_a): "
+                + "; ".join(f"κ_a′ = {name}, {'level ' + format(P.level, 'g') if how == 'level' else 'rise ' + format(P.rise, 'g')}: "
+                            f"{h.mean:+.2f} [{h.low:+.2f}, {h.high:+.2f}]"
+                            for name, how, h in ((n, hw, interval(v)) for _, n, hw, v in kp)),
+                parts=[v for *_, v in kp]),
         }
 
 
@@ -269,6 +378,35 @@ def _grid_stats(err: dict, preset: BoundaryPreset) -> tuple:
     return errors, ses, bound
 
 
+def fine_grid(preset: BoundaryPreset, trained: dict, pat: Patterns, seeds) -> dict:
+    """The errors of the trained stacks (``{kind: stack of len(p_as) S members}``) at the fine alphas of every
+    ``(kappa_a', l_ts)`` (:meth:`BoundaryPreset.fine_alphas`): ``{f"{kappa:g}": {str(l_ts): {"alphas",
+    "errors_per_seed": {kind: [j][s][i]}}}}``. The test prompts are those :func:`run` would draw at these alphas (the
+    streams ``(s, "test/boundary/<l_ts>/<alpha>")``, the same for every ``p_a``): drawn once per seed and repeated."""
+    S, J = len(seeds), len(preset.p_as)
+    tasks = all_tasks(preset.data.M1)
+    member_seed = torch.arange(J * S) % S  # member j S + s reads seed s's prompts
+    out = {}
+    for kap in preset.kappas:
+        for l_ts in preset.l_tss:
+            alphas = preset.fine_alphas(kap, l_ts)
+            if not alphas:
+                continue
+            errs = {kind: [[[0.0] * len(alphas) for _ in range(S)] for _ in range(J)] for kind in trained}
+            for i, a in enumerate(alphas):
+                test = dataclasses.replace(preset.test, l_ts=int(l_ts), alpha=float(a), rule=preset.rule,
+                                           kappa_a_prime=float(kap))
+                pr = test_prompts(pat, test, tasks, preset.n_test,
+                                  numpy_streams(seeds, substage("test", "boundary", int(l_ts), float(a))))[member_seed]
+                for kind, stack in trained.items():
+                    F = predict(stack, pr)  # (J S, n)
+                    for j in range(J):
+                        for s in range(S):
+                            errs[kind][j][s][i] = zero_one_error(F[j * S + s], pr.z[j * S + s])
+            out.setdefault(f"{kap:g}", {})[str(l_ts)] = {"alphas": list(alphas), "errors_per_seed": errs}
+    return out
+
+
 def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, progress: bool = True) -> BoundaryResult:
     """Train every model at every ``p_a`` (all seeds at once), test on the ``(kappa_a', l_ts, alpha)`` grid, find
     the boundaries at every level."""
@@ -292,6 +430,7 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
                     for j in range(J):
                         for s in range(S):
                             err[kap][kind][j][k][s][i] = zero_one_error(F[j * S + s], pr.z[j * S + s])
+    fine = fine_grid(preset, trained, pat, seeds)
     stats = {kap: _grid_stats(err[kap], preset) for kap in preset.kappas}
     errors, ses, bound = stats[preset.kappas[0]]
     by_kappa = {f"{kap:g}": {"errors_per_seed": err[kap], "errors": stats[kap][0],
@@ -308,7 +447,7 @@ def run(preset: BoundaryPreset = THEOREMS, *, seeds=DEFAULT_SEEDS, device=None, 
                           predicted_linear_d=[alpha_limit_lt_d(int(l), preset.data.M1) for l in preset.l_tss],
                           errors=errors, errors_se=ses, errors_per_seed=err[preset.kappas[0]],
                           boundary=bound[preset.level], kappas=list(preset.kappas), levels=list(preset.all_levels),
-                          by_kappa=by_kappa, config=to_dict(preset), models=trained, spec=preset)
+                          by_kappa=by_kappa, config=to_dict(preset), fine=fine, models=trained, spec=preset)
 
 
 # ------------------------------------------------------------------------------- Chapter 10's numbers
