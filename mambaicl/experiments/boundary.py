@@ -541,13 +541,25 @@ def effect_numbers(B: BoundaryResult) -> dict:
 
 
 def breakdown_numbers(B: BoundaryResult, j_bd) -> dict:
-    """The row ``breakdown``'s verdict (``j_bd``, its :class:`~mambaicl.analysis.claims.Judgement`) and margins."""
-    from ..analysis.stats import mean_se
+    """The row ``breakdown``'s verdict (``j_bd``, its :class:`~mambaicl.analysis.claims.Judgement`), its declared
+    cells with their 95 % t intervals (printed; alpha* on the 0.02 grid near the guaranteed boundary) and the smallest
+    margins over all 25 cells on the coarse grid."""
+    from ..analysis.stats import interval, mean_se
 
     margins = B.margins()
-    return {"ch7_breakdown_verdict": j_bd.verdict, "ch7_breakdown_fails": "; ".join(j_bd.parts_failing()) or "none",
-            "ch7_margin_mamba": f"{mean_se(margins['mamba'])[0]:+.2f}",
-            "ch7_margin_linear": f"{mean_se(margins['linear'])[0]:+.2f}"}
+    out = {"ch7_breakdown_verdict": j_bd.verdict, "ch7_breakdown_fails": "; ".join(j_bd.parts_failing()) or "none",
+           "ch7_margin_mamba": f"{mean_se(margins['mamba'])[0]:+.2f}",
+           "ch7_margin_linear": f"{mean_se(margins['linear'])[0]:+.2f}"}
+    print(f"{'model':>6} {'(p_a, l_ts)':>12} | guaranteed | alpha* (mean) | alpha* - guaranteed (95 % t)")
+    texts = {"mamba": [], "linear": []}
+    for kind, p, l, thr, m in B.cell_margins():
+        iv = interval(m)
+        print(f"{kind:>6} {f'({p:g}, {l})':>12} | {thr:10.3f} | {thr + iv.mean:13.3f} | "
+              f"{iv.mean:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]")
+        texts[kind].append(f"{iv.mean:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]")
+    out["ch7_bd_mamba_cells"] = ", ".join(texts["mamba"])
+    out["ch7_bd_linear_cells"] = ", ".join(texts["linear"])
+    return out
 
 
 def kappa_numbers(B: BoundaryResult, j_kap) -> dict:
@@ -568,6 +580,13 @@ def kappa_numbers(B: BoundaryResult, j_kap) -> dict:
         print(f"{kname:>13} {lvl:>5g} | {lo:.2f} to {hi:.2f}         | {half.mean:+.3f} [{half.low:+.3f}, {half.high:+.3f}]"
               f"               | {dg:.3f}                             | {eff.diff:+.3f} [{eff.low:+.3f}, {eff.high:+.3f}]"
               f"             | {llo:.2f} to {lhi:.2f}")
+    print("the registry's parts (alpha* on the grid merged with the 0.02 lattice on [0.4, 0.6] at kappa_a' = kappa_a; "
+          f"'rise': the error exceeds the seed's alpha = 0 error by {B.spec.rise:g}):")
+    for kap, kname, how, v in B.kappa_parts():
+        h = interval(v)
+        tag = f"{'a' if kname == 'κa' else 'L'}_{how}"
+        out[f"ch7_kp_{tag}"] = f"{h.mean:+.2f} [{h.low:+.2f}, {h.high:+.2f}]"
+        print(f"{kname:>13} {how:>5} | min alpha* - 1/2 over r <= 1/2: {h.mean:+.3f} [{h.low:+.3f}, {h.high:+.3f}]")
     held = [t for t in j_kap.claim.parts if t.text in j_kap.parts_holding()]
     out["ch7_kappa_outcome"] = f"holds in {len(held)} of the {len(rows)}"  # the registry's parts, counted
     out["ch7_kappa_held"] = "; ".join(t.text.split(":")[0] for t in held) or "none"
