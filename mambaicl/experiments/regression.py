@@ -311,3 +311,57 @@ def run(preset: RegressionPreset = REGRESSION, *, seeds=DEFAULT_SEEDS, device=No
                             deep_steps=deep_steps,
                             config=to_dict(preset), models={**models, **{f"app14/{k}": v for k, v in
                                                                           app14_models.items()}}, spec=preset)
+
+
+# ------------------------------------------------------------------------------- Chapter 10's numbers
+
+def chapter_numbers(R: RegressionResult) -> dict:
+    """The one-layer comparison of Park et al. per alpha, each model against predicting 0 and least squares, and
+    App. 14's squared errors: prints what the chapter shows, checks its statements, returns ``{glue name: text}``."""
+    from ..analysis.stats import compare
+
+    lin, app, out = R.linreg_vs_alpha, R.app14, {}
+    ia = {a: R.alphas.index(a) for a in (0.0, 0.7, 0.9)}
+    park = {a: compare(lin["one_layer/mamba"][i]["per_seed"], lin["one_layer/linear"][i]["per_seed"])
+            for a, i in ia.items()}
+    for a, c in park.items():
+        out[f"ch7_park_one_layer_{int(a * 10)}"] = f"{c.diff:+.3f} ± {c.se:.3f}"
+        print(f"one layer, alpha = {a}: Mamba - linear = {c}")
+    for name in lin:
+        out[f"ch7_lr9_{name.replace('/', '_')}"] = f"{lin[name][ia[0.9]]['mean']:.2f}"
+        out[f"ch7_lr0_{name.replace('/', '_')}"] = f"{lin[name][ia[0.0]]['mean']:.2f}"
+    # each one-layer model against predicting 0 (paired over seeds: the same test prompts)
+    vs_zero = {}
+    for kind, label in (("mamba", "Mamba"), ("linear", "the linear Transformer")):
+        better, worse = [], []
+        for i, a in enumerate(R.alphas):
+            c = compare(lin[f"one_layer/{kind}"][i]["per_seed"], lin["predict_zero"][i]["per_seed"])
+            vs_zero[(kind, a)] = c
+            (better if c.significant and c.diff < 0 else worse if c.significant else []).append(f"{a:g}")
+        out[f"ch7_zero_better_{kind}"] = f"at α = {', '.join(better)}" if better else "at no α of the grid"
+        out[f"ch7_zero_worse_{kind}"] = f"at α = {', '.join(worse)}" if worse else "at no α of the grid"
+        print(f"{label}: below predicting 0 at alpha = {better}; above it at {worse}")
+    c0 = vs_zero[("mamba", 0.0)]
+    out["ch7_zero_mamba_0"] = f"{c0.diff:+.3f} ± {c0.se:.3f}"
+    out["ch7_zero_mamba_0_words"] = ("distinguishably worse than" if c0.significant and c0.diff > 0 else
+                                     "distinguishably better than" if c0.significant else "not distinguishable from")
+    out["ch7_lower0_n"] = f"{sum(m < l for m, l in zip(lin['one_layer/mamba'][ia[0.0]]['per_seed'], lin['one_layer/linear'][ia[0.0]]['per_seed']))}"
+    # every model stays far above least squares where least squares is nearly exact
+    ls7 = lin["least_squares"][ia[0.7]]["mean"]
+    models_lin = [n for n in lin if n not in ("least_squares", "predict_zero")]
+    assert all(lin[n][ia[0.7]]["mean"] > ls7 + 0.3 for n in models_lin)
+    out["ch7_ls7"] = f"{ls7:.3f}"
+    out["ch7_lr7_min"] = f"{min(lin[n][ia[0.7]]['mean'] for n in models_lin):.2f}"
+    # App. 14: Mamba's squared error stays flat while the linear Transformer's grows with alpha
+    ia14 = {a: app["alphas"].index(a) for a in (0.0, 0.8)}
+    app_cmp = compare(app["squared"]["mamba"][ia14[0.8]]["per_seed"], app["squared"]["linear"][ia14[0.8]]["per_seed"])
+    rise_m = compare(app["squared"]["mamba"][ia14[0.8]]["per_seed"], app["squared"]["mamba"][ia14[0.0]]["per_seed"])
+    out["ch7_app14_cmp"] = f"{app_cmp.diff:+.2f} ± {app_cmp.se:.2f}"
+    out["ch7_app14_rise"] = f"{rise_m.diff:+.3f} ± {rise_m.se:.3f}"
+    for name in app["squared"]:
+        out[f"ch7_app14_{name}_8"] = f"{app['squared'][name][ia14[0.8]]['mean']:.2f}"
+        out[f"ch7_app14_{name}_01_8"] = f"{app['zero_one'][name][ia14[0.8]]['mean']:.3f}"
+    assert app_cmp.significant and app_cmp.diff < 0
+    c9 = park[0.9]
+    out["ch7_park_verdict"] = ("holds" if c9.diff < 0 else "is reversed") if c9.significant else "is not distinguishable"
+    return out
