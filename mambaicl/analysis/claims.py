@@ -82,7 +82,9 @@ _SIGN_PARTS = ("exact one-sided sign test of the per-seed 0/1 differences (McNem
                "fails only after Holm's step-down across the row's parts at 2.5 %")
 _SST = ("95 % t interval over seeds of the per-seed contrast (df = seeds - 1); its standard error adds to the seed "
         "spread (which holds each seed's own prompts) the part the seeds share through the reused test sentences, "
-        "the cross-seed covariance of the per-sentence residuals (query sentence as the cluster); every part "
+        "the cross-seed covariance of the per-sentence residuals (query sentence as the cluster), recorded as se_fixed: "
+        "more seeds do not shrink it, so an undecided part's seeds to decide count only the seed spread's share, and "
+        "none is given where the shared part alone keeps the interval across the decision point; every part "
         "must hold")
 _SIGN_CONTINUOUS = ("exact one-sided sign test of the per-seed paired differences (seed s of one stack against seed s "
                     "of the other); every part must hold; a part fails only after Holm's step-down across the row's "
@@ -528,8 +530,13 @@ _ROWS = [
     Claim("sst2-table5", "ch06_sst2", "App. Table 5: PCA components 5 / 7 / 10 / all",
           "when keeping the top few principal components, i.e., 10 out of 768 in total, the classification "
           "performance using these principal components is already close to the baseline", "App. 8.2, Table 5",
-          "our all-minus-10 accuracy gap minus the paper's 1.15 points (one probe fit; SE over test sentences)",
-          "SST-2 dev, all-MiniLM-L6-v2", "normal 95 % interval of the sampling SE over test sentences (one fit)",
+          "our all-minus-10 accuracy gap minus the paper's 1.15 points (one fit of each probe, both read on the same "
+          "dev sentences)",
+          "SST-2 dev, all-MiniLM-L6-v2",
+          "normal 95 % interval of the paired standard error over the 872 dev sentences: the per-sentence difference "
+          "of the two probes' correctness, sqrt(b + c - (b - c)^2 / n) / n from the b sentences only the full probe "
+          "and the c only the top-10 probe reads right (McNemar's discordant pairs; per fit, one fit), not two "
+          "independent binomial errors; a sampling error of the sentences, which no seed count shrinks",
           below(ACCURACY_MARGIN - 1.15, f"the top 10 'already close' to all: our gap below {ACCURACY_MARGIN:g} points, "
                                         "i.e. our gap minus the paper's 1.15 (80.05 − 78.90) below "
                                         f"{ACCURACY_MARGIN - 1.15:.2f}")),

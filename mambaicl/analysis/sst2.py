@@ -37,7 +37,7 @@ from .stats import Comparison, Contrast, contrast as _contrast, error_mean_se, m
 
 __all__ = ["PCA_KS", "KEEPS", "accuracy", "accuracy_sentences", "sentence_contrast", "sentence_stats",
            "oracle_accuracy", "acc_stats", "margin_curve", "probe_ceilings",
-           "pca_table", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "claim_parts", "format_table",
+           "pca_table", "pca_paired", "paired_gap", "memorisation", "contrast", "check", "claims", "CLAIM_KEYS", "judge", "claim_parts", "format_table",
            "table_json"]
 
 PCA_KS = (5, 7, 10)  # App. Table 5
@@ -193,6 +193,36 @@ def pca_table(feat: SST2Features, ks=PCA_KS, cfg: SST2Data = SST2Data()) -> Dict
     return out
 
 
+def paired_gap(first_only: int, second_only: int, n: int, scale: float = 100.0) -> Comparison:
+    """Accuracy of a first classifier minus a second one scored on the *same* ``n`` items, from the discordant
+    items alone: ``first_only`` read right only by the first, ``second_only`` only by the second. The difference is
+    ``(first_only - second_only) / n`` and its standard error the paired one, ``sqrt(b + c - (b - c)^2 / n) / n``
+    (the per-item differences' standard error; McNemar's pairs), not two independent binomial errors; one fit, so
+    ``n_seeds = 1`` (the normal interval)."""
+    b, c = int(first_only), int(second_only)
+    if not (0 <= b and 0 <= c and b + c <= n):
+        raise ConfigError(f"discordant counts must be non-negative and at most n = {n} together; got {b} and {c}")
+    return Comparison(diff=scale * (b - c) / n, se=scale * math.sqrt(max(b + c - (b - c) ** 2 / n, 0.0)) / n,
+                      n_seeds=1)
+
+
+def pca_paired(feat: SST2Features, k: int = 10, cfg: SST2Data = SST2Data()) -> Dict[str, int]:
+    """App. Table 5's two probes (all embedding dimensions, and the top ``k`` principal components, as
+    :func:`pca_table` fits them) read on the same test sentences: ``{"k", "n", "all_only", "top_only"}``, the
+    sentences only the full probe reads right and those only the top-``k`` probe reads right (:func:`paired_gap`)."""
+    pca = fit_pca(feat.emb_train, k)
+
+    def right(X_tr, X_te) -> torch.Tensor:  # (n_te,) bool: the probe reads the sentence's sentiment
+        w = linear_probe(X_tr, feat.train.s, cfg.probe_l2)
+        return ~wrong(X_te.double() @ w[:-1] + w[-1], feat.test.s.double())
+
+    def top(X):
+        return (X.double() - pca.mean) @ pca.components[:k].T  # (n, k)
+
+    full, few = right(feat.emb_train, feat.emb_test), right(top(feat.emb_train), top(feat.emb_test))
+    return {"k": k, "n": len(feat.test.s), "all_only": int((full & ~few).sum()), "top_only": int((few & ~full).sum())}
+
+
 def memorisation(res: dict, feat: SST2Features, cfg: SST2Data, alpha: float = 0.75, placement: str = "R",
                  n_prompts: int = 4000, device=None) -> dict:
     """The reading "test queries come from the training sentences": accuracy (%) of ``res``'s models
@@ -228,20 +258,27 @@ def _t(c: float, res: dict, run: str, keys) -> tuple:
     return (c, vals, resid)
 
 
-def _c(terms, res: dict) -> Contrast:
-    return sentence_contrast(terms, res["n_prompts"])
+def _check(claim: str, terms, res: dict, expected: str) -> dict:
+    """:func:`check` of a sentence contrast (:func:`sentence_contrast`), recording the part of its standard error
+    that every seed shares through the reused test sentences (:func:`sentence_se`), which more seeds do not shrink."""
+    return check(claim, sentence_contrast(terms, res["n_prompts"]), expected,
+                 se_fixed=sentence_se(terms, res["n_prompts"]))
 
 
-def check(claim: str, c: Comparison, expected: str) -> dict:
+def check(claim: str, c: Comparison, expected: str, se_fixed: Optional[float] = None) -> dict:
     """One comparison and whether it holds by the book's rule (the 95 % interval of the difference: excludes 0
     on the ``expected`` side for ``">"``/``"<"``, contains 0 for ``"="``). With one seed (App. Table 5's single
-    fit) the interval is the normal one of the sampling standard error."""
+    fit) the interval is the normal one of the sampling standard error. ``se_fixed``: the part of ``c.se`` that
+    every seed shares (recorded as ``"se_fixed"``; :func:`mambaicl.analysis.outcomes.seeds_needed` reads it)."""
     from .claims import Measured
 
     m = Measured.from_se(c.diff, c.se, c.n_seeds, getattr(c, "values", ()))
     holds = (m.low <= 0 <= m.high) if expected == "=" else (m.low > 0 if expected == ">" else m.high < 0)
-    return {"claim": claim, "diff": c.diff, "se": c.se, "low": m.low, "high": m.high, "n_seeds": c.n_seeds,
-            "values": list(m.values), "expected": expected, "verdict": c.verdict, "holds": holds}
+    out = {"claim": claim, "diff": c.diff, "se": c.se, "low": m.low, "high": m.high, "n_seeds": c.n_seeds,
+           "values": list(m.values), "expected": expected, "verdict": c.verdict, "holds": holds}
+    if se_fixed is not None:
+        out["se_fixed"] = float(se_fixed)
+    return out
 
 
 def _main(main, table) -> list:
@@ -251,13 +288,13 @@ def _main(main, table) -> list:
         return _t(c, main, run, (a, p))
 
     return [
-        check("Mamba above the linear Transformer under FQ", _c([t(1, "mamba", "FQ"), t(-1, "linear", "FQ")], main), ">"),
-        check("Mamba above the linear Transformer under R", _c([t(1, "mamba", "R"), t(-1, "linear", "R")], main), ">"),
-        check("Mamba drops under CQ (FQ minus CQ)", _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ")], main), ">"),
-        check("Mamba's CQ drop exceeds the linear Transformer's",
-              _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ"), t(-1, "linear", "FQ"), t(1, "linear", "CQ")], main), ">"),
-        check("the linear Transformer unaffected by CQ (FQ minus CQ)",
-              _c([t(1, "linear", "FQ"), t(-1, "linear", "CQ")], main), "="),
+        _check("Mamba above the linear Transformer under FQ", [t(1, "mamba", "FQ"), t(-1, "linear", "FQ")], main, ">"),
+        _check("Mamba above the linear Transformer under R", [t(1, "mamba", "R"), t(-1, "linear", "R")], main, ">"),
+        _check("Mamba drops under CQ (FQ minus CQ)", [t(1, "mamba", "FQ"), t(-1, "mamba", "CQ")], main, ">"),
+        _check("Mamba's CQ drop exceeds the linear Transformer's",
+               [t(1, "mamba", "FQ"), t(-1, "mamba", "CQ"), t(-1, "linear", "FQ"), t(1, "linear", "CQ")], main, ">"),
+        _check("the linear Transformer unaffected by CQ (FQ minus CQ)",
+               [t(1, "linear", "FQ"), t(-1, "linear", "CQ")], main, "="),
     ]
 
 
@@ -268,9 +305,9 @@ def _table1(t1, table) -> list:
     def t(c, k):
         return _t(c, t1, f"linear H={k}", h[k])
 
-    return [check("H=2 above H=1 (mean over FQ, R, CQ)", _c([t(1, 2), t(-1, 1)], t1), ">"),
-            check("H=3 below H=2", _c([t(1, 3), t(-1, 2)], t1), "<"),
-            check("H=4 below H=2", _c([t(1, 4), t(-1, 2)], t1), "<")]
+    return [_check("H=2 above H=1 (mean over FQ, R, CQ)", [t(1, 2), t(-1, 1)], t1, ">"),
+            _check("H=3 below H=2", [t(1, 3), t(-1, 2)], t1, "<"),
+            _check("H=4 below H=2", [t(1, 4), t(-1, 2)], t1, "<")]
 
 
 def _table2(t2, table) -> list:
@@ -281,12 +318,12 @@ def _table2(t2, table) -> list:
         return _t(c, t2, run, (a, p))
 
     return [
-        check("softmax above linear (mean over FQ, R, CQ)",
-              _c([_t(1, t2, "softmax", every), _t(-1, t2, "linear", every)], t2), ">"),
-        check("Mamba drops under CQ (FQ minus CQ)", _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ")], t2), ">"),
-        check("no CQ drop for softmax (FQ minus CQ)", _c([t(1, "softmax", "FQ"), t(-1, "softmax", "CQ")], t2), "="),
-        check("Mamba's CQ drop exceeds softmax's",
-              _c([t(1, "mamba", "FQ"), t(-1, "mamba", "CQ"), t(-1, "softmax", "FQ"), t(1, "softmax", "CQ")], t2), ">"),
+        _check("softmax above linear (mean over FQ, R, CQ)",
+               [_t(1, t2, "softmax", every), _t(-1, t2, "linear", every)], t2, ">"),
+        _check("Mamba drops under CQ (FQ minus CQ)", [t(1, "mamba", "FQ"), t(-1, "mamba", "CQ")], t2, ">"),
+        _check("no CQ drop for softmax (FQ minus CQ)", [t(1, "softmax", "FQ"), t(-1, "softmax", "CQ")], t2, "="),
+        _check("Mamba's CQ drop exceeds softmax's",
+               [t(1, "mamba", "FQ"), t(-1, "mamba", "CQ"), t(-1, "softmax", "FQ"), t(1, "softmax", "CQ")], t2, ">"),
     ]
 
 
@@ -297,22 +334,22 @@ def _tables3_4(t2, table) -> list:
             _t(1, t2, "softmax", at[hi])]
     half = [_t(0.5, t2, "linear", at[lo]), _t(-0.5, t2, "linear", at[hi]), _t(-1, t2, "softmax", at[lo]),
             _t(1, t2, "softmax", at[hi])]
-    return [check(f"linear falls more than softmax from alpha={lo} to {hi} (mean over placements)", _c(fall, t2), ">"),
-            check("softmax avoids the sharp drop: it falls less than half as much as linear "
-                  "(half the linear fall minus the softmax fall)", _c(half, t2), ">")]
+    return [_check(f"linear falls more than softmax from alpha={lo} to {hi} (mean over placements)", fall, t2, ">"),
+            _check("softmax avoids the sharp drop: it falls less than half as much as linear "
+                   "(half the linear fall minus the softmax fall)", half, t2, ">")]
 
 
 def _curriculum(cur, main, table) -> list:
     a = table.alphas[0]
     c_cq = _t(1, cur, table.runs[0].name, (a, "CQ"))
     m_cq, m_fq = _t(-1, main, "mamba", (a, "CQ")), _t(-1, main, "mamba", (a, "FQ"))
-    return [check("the curriculum raises Mamba's CQ accuracy", _c([c_cq, m_cq], cur), ">"),
-            check("it recovers more than half of the CQ loss (CQ gain minus half the FQ-CQ drop)",
-                  _c([c_cq, (-0.5, m_cq[1], m_cq[2]), (-0.5, m_fq[1], m_fq[2])], cur), ">")]
+    return [_check("the curriculum raises Mamba's CQ accuracy", [c_cq, m_cq], cur, ">"),
+            _check("it recovers more than half of the CQ loss (CQ gain minus half the FQ-CQ drop)",
+                   [c_cq, (-0.5, m_cq[1], m_cq[2]), (-0.5, m_fq[1], m_fq[2])], cur, ">")]
 
 
 def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[int] = None, *, tables: dict,
-           paper_gap: float) -> Dict[str, List[dict]]:
+           paper_gap: float, paired: Optional[dict] = None) -> Dict[str, List[dict]]:
     """Every comparison the paper states for SST-2, under the book's rule (95 % t intervals of per-seed contrasts),
     from ``run_table`` outputs keyed by table name (and App. Table 5's :func:`pca_table`).
 
@@ -320,7 +357,8 @@ def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[in
     placements, runs) the outputs come from; ``paper_gap`` is the paper's App. Table 5 gap "all minus 10
     components" in points. Differences are in accuracy points; ``expected`` is ``">"`` (a > b claimed), ``"<"``,
     or ``"="`` (no difference claimed: holds when the difference is not significant). Tables absent from
-    ``raw`` are skipped.
+    ``raw`` are skipped. App. Table 5's gap is judged on the paired standard error of ``paired``
+    (:func:`pca_paired`: both probes read the same sentences); without it, on the two accuracies' binomial errors.
     """
     out = {}
     main = raw.get(tables["main"].name)
@@ -339,10 +377,17 @@ def claims(raw: Dict[str, dict], pca: Optional[dict] = None, n_test: Optional[in
     if pca is not None and n_test:
         gap = pca["all"][0] - pca[10][0]
         se = math.hypot(pca["all"][1], pca[10][1])
+        if paired is not None:  # the same sentences read by both probes: the paired error of the difference
+            pg = paired_gap(paired["all_only"], paired["top_only"], paired["n"])
+            if abs(pg.diff - gap) > 1e-6:
+                raise ConfigError(f"the paired counts give a gap of {pg.diff} points, the accuracies {gap}")
+            se = pg.se
         c = Comparison(diff=gap - paper_gap, se=se, n_seeds=1)
         found = check("the top 10 components are as close to all as in the paper "
-                      f"(our gap minus the paper's {paper_gap:.2f} points)", c, "=")
+                      f"(our gap minus the paper's {paper_gap:.2f} points)", c, "=", se_fixed=se)
         found["values"] = [gap - paper_gap]  # one fit on one encoder: its single measurement is its per-seed value
+        if paired is not None:  # per fit (one): the discordant sentences behind the paired error
+            found["discordant"] = [[paired["all_only"], paired["top_only"]]]
         out["table5"] = [found]
     return out
 
@@ -358,7 +403,8 @@ def claim_parts(found: Dict[str, List[dict]], table: str, ours: str = ""):
     from .claims import CLAIMS, ClaimParts, Measured
 
     claim = CLAIMS[CLAIM_KEYS[table]]
-    ms = [Measured(c["diff"], c["low"], c["high"], c["n_seeds"], tuple(c["values"])) for c in found[table]]
+    ms = [Measured(c["diff"], c["low"], c["high"], c["n_seeds"], tuple(c["values"]), c.get("se_fixed"))
+          for c in found[table]]
     if claim.criterion.kind == "all":
         return ClaimParts(ours, parts=ms[:len(claim.criterion.parts)])
     return ClaimParts(ours, per_seed=ms[0])

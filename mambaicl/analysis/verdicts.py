@@ -62,13 +62,16 @@ def _r(x):
 
 @dataclass(frozen=True)
 class Measured:
-    """A measurement: mean, its 95 % interval ``[low, high]``, the number of seeds and the per-seed values."""
+    """A measurement: mean, its 95 % interval ``[low, high]``, the number of seeds and the per-seed values; where
+    part of its standard error is shared by every seed (SST-2's reused test sentences), that part, ``se_fixed``,
+    which more seeds do not shrink (:func:`mambaicl.analysis.outcomes.seeds_needed`)."""
 
     mean: float
     low: float
     high: float
     n_seeds: int
     values: tuple = ()
+    se_fixed: Optional[float] = None
 
     @classmethod
     def of(cls, values: Sequence[float], n_prompts: Optional[int] = None) -> "Measured":
@@ -79,14 +82,17 @@ class Measured:
         return cls(iv.mean, iv.low, iv.high, len(vals), vals)
 
     @classmethod
-    def from_se(cls, mean: float, se: float, n_seeds: int, values: Sequence[float] = ()) -> "Measured":
+    def from_se(cls, mean: float, se: float, n_seeds: int, values: Sequence[float] = (),
+                se_fixed: Optional[float] = None) -> "Measured":
         """From a mean and a standard error that already counts every source of noise (t with ``n_seeds - 1`` df;
-        with one seed the normal 95 % interval of a sampling standard error)."""
+        with one seed the normal 95 % interval of a sampling standard error); ``se_fixed``: the part of it every
+        seed shares."""
+        fixed = None if se_fixed is None else float(se_fixed)
         if n_seeds < 2:
             half = 1.959963984540054 * se
-            return cls(float(mean), float(mean - half), float(mean + half), n_seeds, tuple(map(float, values)))
+            return cls(float(mean), float(mean - half), float(mean + half), n_seeds, tuple(map(float, values)), fixed)
         iv = interval_from_se(float(mean), float(se), int(n_seeds))
-        return cls(iv.mean, iv.low, iv.high, int(n_seeds), tuple(map(float, values)))
+        return cls(iv.mean, iv.low, iv.high, int(n_seeds), tuple(map(float, values)), fixed)
 
     @classmethod
     def exact(cls, value: float) -> "Measured":
@@ -94,13 +100,17 @@ class Measured:
         return cls(float(value), float(value), float(value), 1, (float(value),))
 
     def to_json(self) -> dict:
-        return {"mean": _r(self.mean), "low": _r(self.low), "high": _r(self.high), "n_seeds": int(self.n_seeds),
-                "values": [_r(v) for v in self.values]}
+        d = {"mean": _r(self.mean), "low": _r(self.low), "high": _r(self.high), "n_seeds": int(self.n_seeds),
+             "values": [_r(v) for v in self.values]}
+        if self.se_fixed is not None:
+            d["se_fixed"] = _r(self.se_fixed)
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "Measured":
         f = (lambda v: math.nan if v is None else float(v))
-        return cls(f(d["mean"]), f(d["low"]), f(d["high"]), int(d["n_seeds"]), tuple(f(v) for v in d.get("values", ())))
+        return cls(f(d["mean"]), f(d["low"]), f(d["high"]), int(d["n_seeds"]), tuple(f(v) for v in d.get("values", ())),
+                   None if d.get("se_fixed") is None else f(d["se_fixed"]))
 
 
 def _as_measured(x, n_prompts: Optional[int] = None) -> Measured:

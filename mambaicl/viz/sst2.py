@@ -16,7 +16,8 @@ from matplotlib.patches import Patch
 
 from .style import LABELS, PALETTE
 
-__all__ = ["run_colors", "plot_table_bars", "plot_alpha_sweep", "plot_margin_curve"]
+__all__ = ["run_colors", "plot_table_bars", "plot_alpha_sweep", "plot_margin_curve", "margin_figure", "regimes_figure",
+           "table_figure", "alpha_sweep_figure"]
 
 
 def run_colors(runs: Sequence) -> Dict[str, tuple]:
@@ -104,3 +105,47 @@ def plot_margin_curve(ax, curve: Sequence[dict]) -> None:
     ax.set_xlabel("sentences kept, by probe margin (%)")
     ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize=7, loc="lower left")
+
+
+# ---------------------------------------------------------------- Chapter 9's figures, assembled
+
+
+def margin_figure(curve: Sequence[dict]):
+    """The filter's margin curve (:func:`plot_margin_curve`) in a figure of its own."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    plot_margin_curve(ax, curve)
+    fig.tight_layout()
+    return fig
+
+
+def regimes_figure(table, confident: dict, held_out: dict, alpha: float):
+    """One table at ``alpha`` in the confident (left) and held-out (right) regimes (:func:`plot_table_bars`)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    plot_table_bars(axes[0], table, confident, alpha, title="confident regime", ylim=(40, 101))
+    plot_table_bars(axes[1], table, held_out, alpha, title="held-out regime", ylim=(40, 101))
+    fig.tight_layout()
+    return fig
+
+
+def table_figure(table, res: dict, alpha: float, title: str = ""):
+    """One table at ``alpha`` (:func:`plot_table_bars`) in a figure of its own."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    plot_table_bars(ax, table, res, alpha, title=title, ylim=(40, 101))
+    fig.tight_layout()
+    return fig
+
+
+def alpha_sweep_figure(table, res: dict):
+    """The α sweep (:func:`plot_alpha_sweep`), one panel per placement."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharey=True)
+    plot_alpha_sweep(axes, table, res)
+    fig.tight_layout()
+    return fig
