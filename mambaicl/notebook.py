@@ -29,6 +29,20 @@ def glue(name: str, value: Any, display: bool = False) -> None:
     return None
 
 
+def glue_all(numbers: dict, prefix: str = "") -> None:
+    """Glue every ``{name: value}`` the package derived for a chapter's prose, as ``<prefix><name>``."""
+    for name, value in numbers.items():
+        glue(f"{prefix}{name}", value)
+
+
+def show(report) -> None:
+    """Print a package report and glue its numbers: ``report`` is ``(text, {name: value})``, what the experiment
+    modules' ``*_numbers`` and ``*_report`` functions return (the numbers are derived there, once)."""
+    text, numbers = report
+    print(text)
+    glue_all(numbers)
+
+
 def glue_judgement(judgement, ours: str) -> None:
     """Glue one results row: ``res_<key>_ours`` (our number, as text), ``res_<key>_verdict`` and
     ``res_<key>_measured`` (JSON), the three values ``.ci/results_page.py`` reads from the stored notebook

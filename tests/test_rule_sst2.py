@@ -6,14 +6,14 @@
   judged on it holds, fails and stays undecided as the counts say.
 * "decided by about N seeds" for a contrast part of whose standard error every seed shares (SST-2's reused test
   sentences) is the number of seeds at which the shrinking part and the shared part together decide it
-  (:func:`mambaicl.analysis.outcomes.seeds_to_decide_shared_noise`), and is absent where no number of seeds can.
+  (:func:`mambaicl.analysis.stats.seeds_to_decide` with ``se_shared``), and is absent where no number of seeds can.
 """
 import math
 
 import pytest
 
 from mambaicl.analysis.claims import CLAIMS, Measured
-from mambaicl.analysis.outcomes import annotate, seeds_needed, seeds_to_decide_shared_noise
+from mambaicl.analysis.outcomes import annotate, seeds_needed
 from mambaicl.analysis.sst2 import paired_gap
 from mambaicl.analysis.stats import seeds_to_decide
 
@@ -55,16 +55,16 @@ def test_table5_one_fit_has_no_seed_count_to_decide():
 
 def test_shared_noise_reduces_to_the_seed_only_count():
     for se, n, dist in ((1.0, 5, 1.5), (0.4, 5, 0.5), (2.0, 10, 1.0)):
-        assert seeds_to_decide_shared_noise(se, 0.0, n, dist) == seeds_to_decide(se, n, dist)
+        assert seeds_to_decide(se, n, dist, se_shared=1e-12) == seeds_to_decide(se, n, dist)
 
 
 def test_shared_noise_that_alone_reaches_the_distance_cannot_be_decided():
     assert seeds_to_decide(1.0, 5, 1.5) is not None  # without the shared part more seeds would decide
-    assert seeds_to_decide_shared_noise(1.0, 0.9, 5, 1.5) is None  # 1.96 x 0.9 > 1.5 for any number of seeds
+    assert seeds_to_decide(1.0, 5, 1.5, se_shared=0.9) is None  # 1.96 x 0.9 > 1.5 for any number of seeds
 
 
 def test_shared_noise_needs_more_seeds_than_seed_noise_alone():
-    free, shared = seeds_to_decide(1.0, 5, 1.5), seeds_to_decide_shared_noise(1.0, 0.5, 5, 1.5)
+    free, shared = seeds_to_decide(1.0, 5, 1.5), seeds_to_decide(1.0, 5, 1.5, se_shared=0.5)
     assert shared is not None and shared > free
 
 

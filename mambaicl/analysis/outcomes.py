@@ -19,7 +19,7 @@ from ..checks import ConfigError
 
 __all__ = ["VERDICTS", "KINDS", "SIDES", "TESTS", "FAMILY_LEVEL", "part_outcome", "part_outcomes", "row_outcomes",
            "part_holds", "part_wrong_side", "verdict_from_outcomes", "outcome_of", "verdict_of", "seeds_needed",
-           "decides_toward", "decision_points", "p_fail", "annotate", "seeds_to_decide_shared_noise"]
+           "decides_toward", "decision_points", "p_fail", "annotate"]
 
 VERDICTS = ("identity verified", "reproduced", "partly reproduced", "undecided", "not reproduced", "contradicted",
             "diagnostic", "beyond the paper")
@@ -267,7 +267,7 @@ def seeds_needed(p: dict, m: dict, family: int = 1) -> Optional[int]:
     ``family`` judged parts, an upper bound on what Holm needs). A ``sign`` part: the fewest seeds at which the
     measured shares (discordant seeds, and their split) give an exact one-sided p-value below that level. A part
     whose measurement records ``se_fixed``, the part of its standard error that every seed shares (SST-2's reused
-    test sentences), is counted by :func:`seeds_to_decide_shared_noise`: ``None`` where that part alone keeps the
+    test sentences), is counted by :func:`mambaicl.analysis.stats.seeds_to_decide` (its ``se_shared``): ``None`` where that part alone keeps the
     interval across the decision point."""
     from .stats import seeds_to_decide, t_quantile
 
@@ -296,7 +296,7 @@ def seeds_needed(p: dict, m: dict, family: int = 1) -> Optional[int]:
     dist = min(abs(mean - x) for x in (a, b) if math.isfinite(x))
     shared = _f(m.get("se_fixed"))
     if math.isfinite(shared) and shared > 0:  # a part of the error every seed shares: more seeds do not shrink it
-        return seeds_to_decide_shared_noise(se, shared, n, dist, q=1 - level)
+        return seeds_to_decide(se, n, dist, q=1 - level, se_shared=shared)
     return seeds_to_decide(se, max(n, 1), dist, q=1 - level)
 
 
@@ -335,31 +335,3 @@ def annotate(criterion: dict, measured: dict) -> dict:
     return measured
 
 
-def seeds_to_decide_shared_noise(se: float, se_shared: float, n: int, distance: float, q: float = 0.975,
-                                 cap: int = 100_000) -> Optional[int]:
-    """The fewest seeds whose t half-width (quantile ``q``, ``seeds - 1`` df) is below ``distance`` when part of
-    the standard error, ``se_shared``, is noise every seed shares and more seeds do not shrink (SST-2's test
-    sentences, reused by every seed: :func:`mambaicl.analysis.stats.shared_cluster_se`): at ``N`` seeds the
-    standard error is ``sqrt((se² - se_shared²) n / N + se_shared²)``. ``None`` where no number of seeds decides
-    (the shared part alone, ``q``-quantile times ``se_shared``, already reaches ``distance``; no spread; more than
-    ``cap`` seeds); with ``se_shared = 0`` it is :func:`mambaicl.analysis.stats.seeds_to_decide`."""
-    from .stats import t_quantile
-
-    if not (math.isfinite(se) and se > 0 and n >= 1 and math.isfinite(distance) and distance > 0
-            and math.isfinite(se_shared) and se_shared >= 0):
-        return None
-    own = max(se * se - se_shared * se_shared, 0.0) * n  # the seeds' own variance, times n
-
-    def half(N: int) -> float:
-        return t_quantile(N - 1, q) * math.sqrt(own / N + se_shared * se_shared)
-
-    if half(cap) >= distance:
-        return None
-    lo, hi = 2, cap  # the half-width falls with the number of seeds: bisect
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if half(mid) < distance:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo

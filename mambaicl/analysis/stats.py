@@ -282,20 +282,36 @@ def median_iqr(values: Sequence[float]) -> tuple[float, float, float]:
     return q(0.5), q(0.25), q(0.75)
 
 
-def seeds_to_decide(se: float, n: int, distance: float, cap: int = 100_000, q: float = 0.5 + LEVEL / 2) -> int | None:
+def seeds_to_decide(se: float, n: int, distance: float, cap: int = 100_000, q: float = 0.5 + LEVEL / 2,
+                    se_shared: float = 0.0) -> int | None:
     """The fewest seeds whose t half-width (quantile ``q``: 0.975 by default, the 95 % interval; a part that can
     fail only after Holm's correction asks a higher one), at the spread measured now (``sd = se sqrt(n)``), is
     below ``distance`` (how far the mean sits from the nearest decision point); ``None`` when no number of seeds
-    would (a mean exactly on the decision point, or no spread measured), or more than ``cap`` would."""
-    if not (math.isfinite(se) and se > 0 and n >= 1 and math.isfinite(distance) and distance > 0):
+    would (a mean exactly on the decision point, or no spread measured), or more than ``cap`` would.
+
+    ``se_shared``: the part of ``se`` that every seed shares and more seeds do not shrink (SST-2's test sentences,
+    reused by every seed: :func:`shared_cluster_se`); at ``N`` seeds the standard error is then
+    ``sqrt((se² - se_shared²) n / N + se_shared²)``, and ``None`` where the shared part alone keeps the interval
+    across the decision point."""
+    if not (math.isfinite(se) and se > 0 and n >= 1 and math.isfinite(distance) and distance > 0
+            and math.isfinite(se_shared) and se_shared >= 0):
         return None
-    sd = se * math.sqrt(n)
-    if t_quantile(cap - 1, q) * sd / math.sqrt(cap) >= distance:
+    if se_shared > 0:
+        own = max(se * se - se_shared * se_shared, 0.0) * n  # the seeds' own variance, times n
+
+        def half(N: int) -> float:
+            return t_quantile(N - 1, q) * math.sqrt(own / N + se_shared * se_shared)
+    else:
+        sd = se * math.sqrt(n)
+
+        def half(N: int) -> float:
+            return t_quantile(N - 1, q) * sd / math.sqrt(N)
+    if half(cap) >= distance:
         return None
     lo, hi = 2, cap  # the half-width falls with the number of seeds: bisect
     while lo < hi:
         mid = (lo + hi) // 2
-        if t_quantile(mid - 1, q) * sd / math.sqrt(mid) < distance:
+        if half(mid) < distance:
             hi = mid
         else:
             lo = mid + 1
