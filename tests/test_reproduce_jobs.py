@@ -12,7 +12,7 @@ from mambaicl.experiments import book
 
 @pytest.mark.slow
 def test_reproduce_all_in_two_processes_writes_the_same_bytes_as_in_one(tmp_path, monkeypatch):
-    runs = (book.BookRun("app14_gates"), book.BookRun("dynamics"), book.BookRun("dynamics_checks", reuse="dynamics"),
+    runs = (book.BookRun("identities", function="definitions"), book.BookRun("app14_gates"), book.BookRun("dynamics"), book.BookRun("dynamics_checks", reuse="dynamics"),
             book.BookRun("gates"))
     monkeypatch.setattr(book, "BOOK_RUNS", runs)
     outs = {}
@@ -21,7 +21,7 @@ def test_reproduce_all_in_two_processes_writes_the_same_bytes_as_in_one(tmp_path
         assert cli.main(["reproduce", "--all", "--out", str(out), "--preset", "tiny", "--quiet",
                          "--jobs", str(jobs)]) == 0
         outs[jobs] = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.json"))}
-    assert set(outs[1]) == {"results.json", "app14_gates/results.json", "gates/results.json",
+    assert set(outs[1]) == {"results.json", "identities.definitions/results.json", "app14_gates/results.json", "gates/results.json",
                             "dynamics/results.json", "dynamics_checks/results.json"}
     assert outs[1] == outs[2]
 

@@ -28,6 +28,10 @@ class Identity:
     deviation: float
     ours: str
 
+    def to_dict(self) -> dict:
+        """What ``reproduce --all`` writes to the run's ``results.json``."""
+        return {"key": self.key, "deviation": self.deviation, "ours": self.ours}
+
     def claims(self) -> dict:
         from ..analysis.claims import ClaimParts
 
