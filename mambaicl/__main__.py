@@ -117,34 +117,10 @@ def _judge(args) -> int:
     return 0
 
 
-def _run_one(out, i: int, n: int, run, fn, fargs, kwargs, device: str, progress: bool):
-    """Run one book run and write ``out/<run>/result.pt`` and ``results.json``; its result."""
-    from .experiments.book import BookRun  # noqa: F401 - the type of ``run``
-    from .io import atomic_write_bytes
-
-    t0 = time.time()
-    if run.function is None:  # an experiment's run: its preset and seeds, a progress bar
-        seeds = kwargs["seeds"]
-        print(f"[{i}/{n}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
-        kwargs = {**kwargs, "device": device, "progress": progress}
-    else:
-        print(f"[{i}/{n}] {run.label}: a measurement", flush=True)
-    res = fn(*fargs, **kwargs)
-    folder = out / run.label.replace(":", "-")
-    folder.mkdir(exist_ok=True)
-    buf = io.BytesIO()
-    torch.save(res, buf)
-    atomic_write_bytes(folder / "result.pt", buf.getvalue())
-    atomic_write_bytes(folder / "results.json", json_text(res.to_dict()).encode("utf-8"))
-    if not progress:
-        print(f"[{i}/{n}] {run.label}: done in {time.time() - t0:.0f} s", flush=True)
-    return res
-
-
 def _reproduce_all(args) -> int:
     from pathlib import Path
 
-    from .experiments.book import BOOK_RUNS, book_call, judge_results
+    from .experiments.book import BOOK_RUNS, book_call, judge_results, run_and_write
     from .io import atomic_write_bytes
 
     if args.name or args.seed is not None or args.seeds:
@@ -169,7 +145,7 @@ def _reproduce_all(args) -> int:
     def one(i, run, fn, fargs, kwargs, progress):
         if run.reuse is not None:
             kwargs = {**kwargs, "reuse": results[run.reuse]}
-        return _run_one, (out, i, len(calls), run, fn, fargs, kwargs, args.device, progress)
+        return run_and_write, (out, i, len(calls), run, fn, fargs, kwargs, args.device, progress)
 
     if jobs == 1:
         for i, (run, fn, fargs, kwargs) in order:

@@ -26,6 +26,24 @@ def test_reproduce_all_in_two_processes_writes_the_same_bytes_as_in_one(tmp_path
     assert outs[1] == outs[2]
 
 
+@pytest.mark.slow
+def test_python_dash_m_with_two_jobs_runs_in_spawned_workers(tmp_path):
+    """As CI runs it (``python -m mambaicl reproduce --all --jobs 2``): the workers are spawned processes, which
+    must find what they run in an importable module, not in ``__main__``."""
+    import subprocess
+    import sys
+
+    code = ("import runpy, sys\n"
+            "from mambaicl.experiments import book\n"
+            "book.BOOK_RUNS = (book.BookRun('app14_gates'), book.BookRun('gates'))\n"
+            f"sys.argv = ['mambaicl', 'reproduce', '--all', '--out', {str(tmp_path / 'out')!r}, '--preset', 'tiny', "
+            "'--quiet', '--jobs', '2']\n"
+            "runpy.run_module('mambaicl', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (tmp_path / "out" / "results.json").is_file() and (tmp_path / "out" / "gates" / "result.pt").is_file()
+
+
 def test_jobs_is_checked(tmp_path, capsys):
     assert cli.main(["reproduce", "--all", "--out", str(tmp_path / "x"), "--jobs", "0"]) == 2
     assert "--jobs must be an integer in [1, inf]" in capsys.readouterr().err

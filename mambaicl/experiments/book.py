@@ -24,7 +24,7 @@ from ..config import ConfigError
 from . import get as experiment
 from .store import _file, results_dir, stored
 
-__all__ = ["BookRun", "BOOK_RUNS", "book_run", "book_result", "book_call", "read_results", "claims_of", "judge_results"]
+__all__ = ["BookRun", "BOOK_RUNS", "book_run", "book_result", "book_call", "read_results", "claims_of", "judge_results", "run_and_write"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +187,33 @@ def judge_results(results: dict, *, only_measured: bool = False, skipped: Option
     judged = judge_all(parts)
     values = {k: row_values(j, ours_text(parts[k], j)) for k, j in judged.items()}
     return as_json(rows(values, where="the stored results", only=set(values) if only_measured else None))
+
+
+def run_and_write(out, i: int, n: int, run, fn, fargs, kwargs, device: str, progress: bool):
+    """Run one book run (``i`` of ``n``: ``fn(*fargs, **kwargs)``) and write ``out/<label>/result.pt`` and
+    ``results.json``; its result. ``reproduce --all`` calls it in its own process or in worker processes (it lives
+    in an importable module so that spawned workers find it)."""
+    import io
+    import time
+
+    import torch
+
+    from ..io import atomic_write_bytes, json_text
+
+    t0 = time.time()
+    if run.function is None:  # an experiment's run: its preset and seeds, a progress bar
+        seeds = kwargs["seeds"]
+        print(f"[{i}/{n}] {run.label}: preset {fargs[0].name!r}, seeds {seeds[0]}..{seeds[-1]}", flush=True)
+        kwargs = {**kwargs, "device": device, "progress": progress}
+    else:
+        print(f"[{i}/{n}] {run.label}: a measurement", flush=True)
+    res = fn(*fargs, **kwargs)
+    folder = out / run.label.replace(":", "-")
+    folder.mkdir(exist_ok=True)
+    buf = io.BytesIO()
+    torch.save(res, buf)
+    atomic_write_bytes(folder / "result.pt", buf.getvalue())
+    atomic_write_bytes(folder / "results.json", json_text(res.to_dict()).encode("utf-8"))
+    if not progress:
+        print(f"[{i}/{n}] {run.label}: done in {time.time() - t0:.0f} s", flush=True)
+    return res
