@@ -5,12 +5,7 @@ from mambaicl.models import OneLayerMamba, gate_naive
 from mambaicl.recipes import learn
 
 
-def _prompt(l=6, d=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    P = torch.randn(l + 1, d + 1, generator=g, dtype=torch.float64)
-    P[:, -1] = torch.sign(P[:, -1])
-    P[-1, -1] = 0
-    return P
+from test_viz_learn import _prompt  # noqa: E402 - the same random prompt as the plotting tests
 
 
 def test_gate_probe_reads_the_first_model_of_a_stack():
