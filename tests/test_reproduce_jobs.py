@@ -12,8 +12,9 @@ from mambaicl.experiments import book
 
 @pytest.mark.slow
 def test_reproduce_all_in_two_processes_writes_the_same_bytes_as_in_one(tmp_path, monkeypatch):
-    runs = (book.BookRun("identities", function="definitions"), book.BookRun("app14_gates"), book.BookRun("dynamics"), book.BookRun("dynamics_checks", reuse="dynamics"),
-            book.BookRun("gates"))
+    runs = (book.BookRun("identities", function="definitions"), book.BookRun("app14_gates"),
+            book.BookRun("dynamics"), book.BookRun("dynamics_checks", reuse="dynamics"),
+            book.BookRun("gates"), book.BookRun("fig2"), book.BookRun("fig2_ablations", reuse="fig2"))
     monkeypatch.setattr(book, "BOOK_RUNS", runs)
     outs = {}
     for jobs in (1, 2):
@@ -22,7 +23,8 @@ def test_reproduce_all_in_two_processes_writes_the_same_bytes_as_in_one(tmp_path
                          "--jobs", str(jobs)]) == 0
         outs[jobs] = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.json"))}
     assert set(outs[1]) == {"results.json", "identities.definitions/results.json", "app14_gates/results.json", "gates/results.json",
-                            "dynamics/results.json", "dynamics_checks/results.json"}
+                            "dynamics/results.json", "dynamics_checks/results.json", "fig2/results.json",
+                            "fig2_ablations/results.json"}
     assert outs[1] == outs[2]
 
 

@@ -523,7 +523,7 @@ def run(preset: AblationsPreset = ABLATIONS, *, seeds=DEFAULT_SEEDS, device=None
             ``models``), used instead of retraining the cycle's Mamba and linear Transformer (the chapter).
     """
     seeds = resolve_seeds(seeds)
-    reuse = dict(reuse or {})
+    reuse = dict(getattr(reuse, "models", reuse) or {})  # a Fig2Result (reproduce --all hands one) or its models
     base = preset.base
     pat = patterns(base)
     pat_l = make_patterns(_large_data(preset), torch_generator(base.pattern_seed, "patterns"), dtype=pat.mu.dtype)
