@@ -107,29 +107,17 @@ def _gates(proj, b, h, D, sig, f):
 
 @njit(cache=True, inline="always")
 def _sum8(x):
-    """``sum(x)`` of a contiguous row in one fixed order: eight interleaved partial sums (``c = k mod 8``, the tail into
-    the first), then added pairwise; independent chains, so it runs at the adders' throughput, and the same bits
-    whether or not the compiler vectorises it."""
-    n = x.shape[0]
-    n8 = n - n % 8
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for c in range(0, n8, 8):
-        a0 += x[c]
-        a1 += x[c + 1]
-        a2 += x[c + 2]
-        a3 += x[c + 3]
-        a4 += x[c + 4]
-        a5 += x[c + 5]
-        a6 += x[c + 6]
-        a7 += x[c + 7]
-    for c in range(n8, n):
-        a0 += x[c]
-    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+    """``sum(x)`` of a contiguous row in one fixed order, accumulated in float64: :func:`_sum8_in` with a float64
+    zero (eight interleaved partial sums, ``c = k mod 8``, the tail into the first, then added pairwise;
+    independent chains, so it runs at the adders' throughput, and the same bits whether or not the compiler
+    vectorises it)."""
+    return _sum8_in(x, 0.0)
 
 
 @njit(cache=True, inline="always")
 def _sum8_in(x, zero):
-    """:func:`_sum8` with its partial sums in ``x``'s dtype (``zero``: a 0 of that dtype), the same order."""
+    """``sum(x)`` in the order :func:`_sum8` documents, with its partial sums in ``zero``'s dtype (``x``'s own
+    dtype in the scan's backward; float64 through :func:`_sum8`)."""
     n = x.shape[0]
     n8 = n - n % 8
     a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = zero
