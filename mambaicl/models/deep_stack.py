@@ -124,14 +124,19 @@ class StackedDeepModel(nn.Module):
     def _run(self, P: torch.Tensor, prm: dict) -> torch.Tensor:
         embed = prm["embed"]
         S, B, L, _ = P.shape
-        D = self.d_model
+        D, n = self.d_model, len(self.mixers)
         x = torch.bmm(P.to(embed.dtype).reshape(S, B * L, -1), embed.transpose(1, 2)).view(S, B, L, D)
         for i, (norm, mixer) in enumerate(zip(self.norms, self.mixers)):
+            last = i == n - 1  # the readout reads the last layer's last token only: its other rows are not computed
             u = self._norm(norm, x, prm.get(f"norms.{i}.weight"))
             o = self._mix(mixer, u, {k: prm[f"mixers.{i}.{k}"] for k in ("W_B", "W_C", "W", "W_O")
-                                     if f"mixers.{i}.{k}" in prm})  # (S, B, L, H, D)
-            H = o.shape[3]
-            x = x + torch.bmm(o.reshape(S, B * L, H * D), prm[f"mixers.{i}.W_O"].transpose(1, 2)).view(S, B, L, D)
+                                     if f"mixers.{i}.{k}" in prm}, last)  # (S, B, L, H, D); (S, B, 1, H, D) if last
+            Lo, H = o.shape[2:4]
+            if last:
+                x = x[:, :, -1:]
+            # x + o W_O^T, the residual added inside the matrix product
+            x = torch.baddbmm(x.reshape(S, B * Lo, D), o.reshape(S, B * Lo, H * D),
+                              prm[f"mixers.{i}.W_O"].transpose(1, 2)).view(S, B, Lo, D)
         return torch.bmm(x[:, :, -1], prm["readout"].unsqueeze(-1)).squeeze(-1)  # (S, B)
 
     @staticmethod
@@ -143,20 +148,23 @@ class StackedDeepModel(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps) * weight[:, None, None, :]
 
     @staticmethod
-    def _mix(mixer: nn.Module, u: torch.Tensor, w: dict) -> torch.Tensor:
-        """Every head's output of every member, ``(S, B, L, H, D)``."""
+    def _mix(mixer: nn.Module, u: torch.Tensor, w: dict, last_only: bool = False) -> torch.Tensor:
+        """Every head's output of every member, ``(S, B, L, H, D)``; the last token's only, ``(S, B, 1, H, D)``, with
+        ``last_only`` (the compiled scan then skips the other rows; the plain forms compute them and drop them)."""
         if isinstance(mixer, PaperMambaMixer):
             if mixer.scan == "factored" and use_compiled(u.device) and u.dtype in COMPILED_DTYPES:
-                return selective_scan_heads_fused_stacked(u, w["W_B"], w["W_C"], w["W"])
+                return selective_scan_heads_fused_stacked(u, w["W_B"], w["W_C"], w["W"], last_only=last_only)
             scan = PAPER_SCANS[mixer.scan]  # (B, H, L, D) per member: the closed forms have no member axis
-            return torch.stack([scan(u[k], w["W_B"][k], w["W_C"][k], w["W"][k])
-                                for k in range(u.shape[0])]).permute(0, 1, 3, 2, 4)
-        if isinstance(mixer, AttentionMixer):
+            o = torch.stack([scan(u[k], w["W_B"][k], w["W_C"][k], w["W"][k])
+                             for k in range(u.shape[0])]).permute(0, 1, 3, 2, 4)
+        elif isinstance(mixer, AttentionMixer):
             keys = torch.einsum("nbld,nhmd->nbhlm", u, w["W_B"])  # (S, B, H, L, m)
             queries = torch.einsum("nbld,nhmd->nbhlm", u, w["W_C"])
             weights = causal_scores(keys, queries)  # (S, B, H, L, L), zero for s > t
             if mixer.softmax:
                 weights = weights / math.sqrt(w["W_B"].shape[2])
                 weights = row_softmax(weights.masked_fill(~causal_mask(u.shape[2], u.device), -math.inf))
-            return torch.einsum("nbhts,nbsd->nbthd", weights, u)
-        raise ConfigError(f"mixer {type(mixer).__name__} does not stack")
+            o = torch.einsum("nbhts,nbsd->nbthd", weights, u)
+        else:
+            raise ConfigError(f"mixer {type(mixer).__name__} does not stack")
+        return o[:, :, -1:] if last_only else o

@@ -136,13 +136,14 @@ def _sum8_in(x, zero):
 
 
 @njit(cache=True, error_model="numpy")
-def _scores(proj, b, h, D, m, kT, sc):
-    """``sc[t, s] = q_t . k_s`` for ``s <= t`` (0 above), summed over the state index in order; ``kT`` ``(m, L)`` scratch."""
+def _scores(proj, b, h, D, m, t0, kT, sc):
+    """``sc[t, s] = q_t . k_s`` for ``s <= t`` (0 above) of the query rows ``t >= t0``, summed over the state index in
+    order; ``kT`` ``(m, L)`` scratch."""
     L = proj.shape[1]
     for j in range(m):
         for s in range(L):
             kT[j, s] = proj[b, s, h, D + j]
-    for t in range(L):
+    for t in range(t0, L):
         for s in range(L):
             sc[t, s] = 0.0
         for j in range(m):
@@ -152,8 +153,9 @@ def _scores(proj, b, h, D, m, kT, sc):
 
 
 @njit(cache=True, error_model="numpy")
-def _forward(u, proj, D, m, o, sig_all, f_all, sc_all):
-    """Fill ``o`` ``(batch, L, H, D)`` and the saved ``sig``, ``f`` ``(batch, H, L, D)``, ``sc`` ``(batch, H, L, L)``.
+def _forward(u, proj, D, m, t0, o, sig_all, f_all, sc_all):
+    """Fill ``o`` ``(batch, L - t0, H, D)`` (the query rows ``t >= t0``) and the saved ``sig``, ``f`` ``(batch, H, L, D)``,
+    ``sc`` ``(batch, H, L, L)`` (rows ``t >= t0``).
 
     Row ``t``: ``s`` runs from ``t`` down, ``P *= f[s + 1]`` and ``o_t += scores[t, s] (P v_s)``, every channel at once
     (one store per inner loop, so that each vectorises)."""
@@ -167,11 +169,11 @@ def _forward(u, proj, D, m, o, sig_all, f_all, sc_all):
         for h in range(H):
             sig, f, sc = sig_all[b, h], f_all[b, h], sc_all[b, h]
             _gates(proj, b, h, D, sig, f)
-            _scores(proj, b, h, D, m, kT, sc)
+            _scores(proj, b, h, D, m, t0, kT, sc)
             for s in range(L):
                 for c in range(D):
                     v[s, c] = sig[s, c] * u[b, s, c]
-            for t in range(L):
+            for t in range(t0, L):
                 for c in range(D):
                     P[c] = 1.0
                     acc[c] = 0.0
@@ -183,25 +185,46 @@ def _forward(u, proj, D, m, o, sig_all, f_all, sc_all):
                     for c in range(D):
                         acc[c] += w * (P[c] * v[s, c])
                 for c in range(D):
-                    o[b, t, h, c] = acc[c]
+                    o[b, t - t0, h, c] = acc[c]
+
+
+@njit(cache=True, inline="always")
+def _dot8(x, y, zero):
+    """``sum(x * y)`` of two contiguous rows in :func:`_sum8`'s order, its partial sums in ``zero``'s dtype (each product
+    rounded to that dtype first: the bits of :func:`_sum8_in` of the stored products)."""
+    n = x.shape[0]
+    n8 = n - n % 8
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = zero
+    for c in range(0, n8, 8):
+        a0 += x[c] * y[c]
+        a1 += x[c + 1] * y[c + 1]
+        a2 += x[c + 2] * y[c + 2]
+        a3 += x[c + 3] * y[c + 3]
+        a4 += x[c + 4] * y[c + 4]
+        a5 += x[c + 5] * y[c + 5]
+        a6 += x[c + 6] * y[c + 6]
+        a7 += x[c + 7] * y[c + 7]
+    for c in range(n8, n):
+        a0 += x[c] * y[c]
+    return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
 
 
 @njit(cache=True, error_model="numpy")
-def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
-    """From ``g_o = dLoss/do`` ``(batch, L, H, D)``: ``g_u`` ``(batch, L, D)`` (the values' part, summed over heads) and
-    ``g_proj`` ``(batch, L, H, D + 2m)`` (logits, keys, queries).
+def _backward(g_o, o, u, proj, D, m, t0, sig_all, f_all, sc_all, g_u, g_proj):
+    """From ``g_o = dLoss/do`` and the forward's ``o``, both ``(batch, L - t0, H, D)`` (the query rows ``t >= t0``):
+    ``g_u`` ``(batch, L, D)`` (the values' part, summed over heads) and ``g_proj`` ``(batch, L, H, D + 2m)`` (logits,
+    keys, queries).
 
-    Row ``t``: ``s`` runs from ``t`` down with ``Q = g_o[t] P`` (``Q *= f[s + 1]``): ``dLoss/dv_s += scores[t, s] Q``,
-    ``e = Q v_s``, ``dLoss/dscores[t, s] = sum(e)`` (:func:`_sum8`); then ``s`` runs up, ``pre += scores[t, s] e_s``
-    and ``A[s + 1] += pre``: ``A[r] = sum_{t>=r} sum_{s<r} T[t, s]``."""
+    Row ``t``: ``s`` runs from ``t`` down with ``Q = g_o[t] P`` (``Q *= f[s + 1]``): ``dLoss/dv_s += scores[t, s] Q``
+    and ``dLoss/dscores[t, s] = sum(Q v_s)`` (:func:`_dot8`). Then, ``r`` running down,
+    ``A[r] = sum_{t>=r} sum_{s<r} T[t, s] = sum_{j>=r} (g_o[j] o[j] - dLoss/dv_j v_j)`` (all of row ``t``'s terms, less
+    those with ``s >= r``, whose products do not hold ``f_r``), and ``A[0] = 0``."""
     B, L, H, _ = proj.shape
     dt = u.dtype
     Q = np.empty(D, dt)
-    pre = np.empty(D, dt)
+    cum = np.empty(D, dt)
     v = np.empty((L, D), dt)
-    gp = np.empty((L, D), dt)  # row t: e[s] = g_o[t] P[t, s] v_s
     gv = np.empty((L, D), dt)  # dLoss/dv
-    A = np.empty((L, D), dt)  # sum_{t>=r} sum_{s<r} T[t, s, c]
     g_sc = np.empty((L, L), dt)
     acc = np.empty(m, dt)
     gu = np.empty((L, D), dt)
@@ -217,11 +240,9 @@ def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
                     v[s, c] = sig[s, c] * u[b, s, c]
                 for c in range(D):
                     gv[s, c] = 0.0
+            for t in range(t0, L):
                 for c in range(D):
-                    A[s, c] = 0.0
-            for t in range(L):
-                for c in range(D):
-                    Q[c] = g_o[b, t, h, c]
+                    Q[c] = g_o[b, t - t0, h, c]
                 for s in range(t, -1, -1):
                     if s < t:
                         for c in range(D):
@@ -229,23 +250,26 @@ def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
                     w = sc[t, s]
                     for c in range(D):
                         gv[s, c] += w * Q[c]
+                    g_sc[t, s] = _dot8(Q, v[s], zero)
+            for c in range(D):
+                cum[c] = 0.0
+            for r in range(L - 1, 0, -1):  # cum = A[r]
+                if r >= t0:
                     for c in range(D):
-                        gp[s, c] = Q[c] * v[s, c]
-                    g_sc[t, s] = _sum8_in(gp[s], zero)
+                        cum[c] += g_o[b, r - t0, h, c] * o[b, r - t0, h, c]
                 for c in range(D):
-                    pre[c] = 0.0
-                for r in range(1, t + 1):  # pre = sum_{s<r} T[t, s]
-                    w = sc[t, r - 1]
-                    for c in range(D):
-                        pre[c] += w * gp[r - 1, c]
-                    for c in range(D):
-                        A[r, c] += pre[c]
+                    cum[c] -= gv[r, c] * v[r, c]
+                for c in range(D):
+                    g_proj[b, r, h, c] = gv[r, c] * v[r, c] * f[r, c] - sig[r, c] * cum[c]
+            for c in range(D):
+                g_proj[b, 0, h, c] = gv[0, c] * v[0, c] * f[0, c]
             for s in range(L):
                 for c in range(D):
                     gu[s, c] += gv[s, c] * sig[s, c]
-                for c in range(D):
-                    g_proj[b, s, h, c] = gv[s, c] * u[b, s, c] * sig[s, c] * f[s, c] - sig[s, c] * A[s, c]
-            for t in range(L):  # queries: sum_{s<=t} g_sc[t, s] k_s
+            for t in range(t0):  # queries that were not asked for
+                for j in range(m):
+                    g_proj[b, t, h, D + m + j] = 0.0
+            for t in range(t0, L):  # queries: sum_{s<=t} g_sc[t, s] k_s
                 for j in range(m):
                     acc[j] = 0.0
                 for s in range(t + 1):
@@ -257,7 +281,7 @@ def _backward(g_o, u, proj, D, m, sig_all, f_all, sc_all, g_u, g_proj):
             for s in range(L):  # keys: sum_{t>=s} g_sc[t, s] q_t
                 for j in range(m):
                     acc[j] = 0.0
-                for t in range(s, L):
+                for t in range(max(s, t0), L):
                     w = g_sc[t, s]
                     for j in range(m):
                         acc[j] += w * proj[b, t, h, D + m + j]
@@ -293,21 +317,22 @@ class _FusedScan(torch.autograd.Function):
         o = np.empty((B, L, H, D), dtype=u_.dtype)
         sig, f = np.empty((B, H, L, D), u_.dtype), np.empty((B, H, L, D), u_.dtype)
         sc = np.empty((B, H, L, L), u_.dtype)
-        _forward(u_, p_, D, m, o, sig, f, sc)
+        _forward(u_, p_, D, m, 0, o, sig, f, sc)
+        out = torch.from_numpy(o)
         ctx.saved = (u_, p_, sig, f, sc)
-        ctx.save_for_backward(u, weights)
+        ctx.save_for_backward(u, weights, out)  # the output too: its backward reads it (an in-place change is caught)
         ctx.m, ctx.w_dtype = m, W.dtype
-        return torch.from_numpy(o)
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g_o):
         u_, p_, sig, f, sc = ctx.saved
-        u, weights = ctx.saved_tensors
+        u, weights, out = ctx.saved_tensors
         B, L, H, E = p_.shape
         D, m = u_.shape[2], ctx.m
         g_u, g_proj = np.empty_like(u_), np.empty_like(p_)
-        _backward(_np(g_o.to(u.dtype)), u_, p_, D, m, sig, f, sc, g_u, g_proj)
+        _backward(_np(g_o.to(u.dtype)), _np(out), u_, p_, D, m, 0, sig, f, sc, g_u, g_proj)
         g_proj = torch.from_numpy(g_proj).view(B * L, H * E)
         g_weights = (u.reshape(B * L, D).T @ g_proj).view(D, H, E).permute(1, 0, 2)  # (H, D, D + 2m)
         g_u = torch.from_numpy(g_u) + (g_proj @ weights.T).view(B, L, D)
@@ -336,52 +361,58 @@ def _weights_stacked(W_B, W_C, W) -> torch.Tensor:
 class _FusedScanStacked(torch.autograd.Function):
     """:class:`_FusedScan` with a member axis first: ``u`` ``(S, batch, L, D)``, ``W_B``, ``W_C`` ``(S, H, m, D)``, ``W``
     ``(S, H, D, D)`` -> ``o`` ``(S, batch, L, H, D)``. The projections are one batched matrix product (member ``k``'s
-    rows by member ``k``'s matrix); the compiled loops run the ``S batch`` rows in one call."""
+    rows by member ``k``'s matrix); the compiled loops run the ``S batch`` rows in one call. ``last_only``: the output
+    of the last token only, ``(S, batch, 1, H, D)``."""
 
     @staticmethod
-    def forward(ctx, u, W_B, W_C, W):
+    def forward(ctx, u, W_B, W_C, W, last_only):
         S, B, L, D = u.shape
         H, m = W_B.shape[1:3]
+        t0 = L - 1 if last_only else 0
         weights = _weights_stacked(W_B, W_C, W).to(u.dtype)  # (S, D, H (D + 2m))
         proj = torch.bmm(u.reshape(S, B * L, D), weights).view(S * B, L, H, D + 2 * m)
         u_, p_ = _np(u.reshape(S * B, L, D)), _np(proj)
-        o = np.empty((S * B, L, H, D), dtype=u_.dtype)
+        o = np.empty((S * B, L - t0, H, D), dtype=u_.dtype)
         sig, f = np.empty((S * B, H, L, D), u_.dtype), np.empty((S * B, H, L, D), u_.dtype)
         sc = np.empty((S * B, H, L, L), u_.dtype)
-        _forward(u_, p_, D, m, o, sig, f, sc)
+        _forward(u_, p_, D, m, t0, o, sig, f, sc)
+        out = torch.from_numpy(o)
         ctx.saved = (u_, p_, sig, f, sc)
-        ctx.save_for_backward(u, weights)
-        ctx.m, ctx.w_dtype = m, W.dtype
-        return torch.from_numpy(o).view(S, B, L, H, D)
+        ctx.save_for_backward(u, weights, out)  # the output too: its backward reads it (an in-place change is caught)
+        ctx.m, ctx.t0, ctx.w_dtype = m, t0, W.dtype
+        return out.view(S, B, L - t0, H, D)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g_o):
         u_, p_, sig, f, sc = ctx.saved
-        u, weights = ctx.saved_tensors
+        u, weights, out = ctx.saved_tensors
         S, B, L, D = u.shape
         H, E = p_.shape[2:]
-        m = ctx.m
+        m, t0 = ctx.m, ctx.t0
         g_u, g_proj = np.empty_like(u_), np.empty_like(p_)
-        _backward(_np(g_o.to(u.dtype).reshape(S * B, L, H, D)), u_, p_, D, m, sig, f, sc, g_u, g_proj)
+        _backward(_np(g_o.to(u.dtype).reshape(S * B, L - t0, H, D)), _np(out), u_, p_, D, m, t0, sig, f, sc, g_u, g_proj)
         g_proj = torch.from_numpy(g_proj).view(S, B * L, H * E)
         g_weights = torch.bmm(u.reshape(S, B * L, D).transpose(1, 2), g_proj).view(S, D, H, E).permute(0, 2, 1, 3)
-        g_u = torch.from_numpy(g_u).view(S, B, L, D) + torch.bmm(g_proj, weights.transpose(1, 2)).view(S, B, L, D)
+        g_u = torch.from_numpy(g_u).view(S, B * L, D).baddbmm_(g_proj, weights.transpose(1, 2)).view(S, B, L, D)
         g_W, g_W_B, g_W_C = (g.contiguous().to(ctx.w_dtype) for g in (
             g_weights[..., :D], g_weights[..., D:D + m].transpose(2, 3), g_weights[..., D + m:].transpose(2, 3)))
-        return g_u, g_W_B, g_W_C, g_W
+        return g_u, g_W_B, g_W_C, g_W, None
 
 
-def selective_scan_heads_fused_stacked(u, W_B, W_C, W) -> torch.Tensor:
+def selective_scan_heads_fused_stacked(u, W_B, W_C, W, last_only: bool = False) -> torch.Tensor:
     """:func:`selective_scan_heads_fused` of ``S`` members at once (member axis first), compiled, on the CPU.
 
     Args:
         u: ``(S, batch, L, D)``.  W_B, W_C: ``(S, H, m, D)``.  W: ``(S, H, D, D)``.
+        last_only: compute the output of the last token only (what a stack's last layer feeds the readout): its
+            row is the same as with ``False``, and the other rows' work (forward and backward) is not done.
 
     Returns:
-        ``o`` ``(S, batch, L, H, D)`` (token-major: the layout the heads' combination reads).
+        ``o`` ``(S, batch, L, H, D)`` (token-major: the layout the heads' combination reads); ``(S, batch, 1, H, D)``
+        with ``last_only``.
     """
-    return _FusedScanStacked.apply(u, W_B, W_C, W)
+    return _FusedScanStacked.apply(u, W_B, W_C, W, bool(last_only))
 
 
 # ---------------------------------------------------------------- RMSNorm, compiled
