@@ -20,6 +20,10 @@ Kernels: on a CPU (:func:`mambaicl.device.use_compiled`) the norm is
 :func:`mambaicl.device.plain_kernels`) the plain expressions: the norm with the member axis broadcast, and the
 closed forms of :data:`mambaicl.models.deep.PAPER_SCANS` member by member (those forms have no member axis).
 Linear and softmax attention are batched PyTorch on every device.
+
+The readout reads the last layer's output at the last token only, so the last layer computes that token alone on
+the compiled path (``last_only`` of :func:`~mambaicl.models.scan_kernel.selective_scan_heads_fused_stacked`; the
+plain forms compute every token and keep the last), and on both paths its ``W_O`` multiplies that one token.
 """
 from __future__ import annotations
 
