@@ -21,7 +21,7 @@ measurements (timings) run first, alone; the bytes written are the same as with 
 the same command gives the same bytes. ``--seed N`` runs one seed (for ``fig2``, ``artifacts.pt``
 then holds one parameter dict per model, the first release's layout); ``--seeds`` runs several
 as one batch (lists in ``seeds`` order); ``--threads N`` sets torch's thread count (default 1; the
-results do not depend on it). The output folder is replaced as a whole, both files together
+results do not depend on it: MKL's products stay on one thread, :func:`mambaicl.device.set_threads`). The output folder is replaced as a whole, both files together
 (:func:`mambaicl.io.write_outputs`).
 
 Errors: bad input (a :class:`~mambaicl.config.ConfigError`, a missing file, a folder that cannot be
@@ -39,6 +39,7 @@ import torch
 
 from . import experiments
 from .config import ConfigError, check_choice, check_int, check_seeds
+from .device import set_threads
 from .io import json_text, prepare_out_dir, write_outputs
 
 __all__ = ["main"]
@@ -132,7 +133,7 @@ def _reproduce_all(args) -> int:
     if out.exists() and (not out.is_dir() or any(p.name not in labels for p in out.iterdir())):
         raise ConfigError(f"--out {out} exists and is not an empty folder or an earlier reproduce --all folder")
     check_choice("--device", args.device, ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
-    torch.set_num_threads(check_int("--threads", args.threads, 1))
+    set_threads(check_int("--threads", args.threads, 1))
     jobs = check_int("--jobs", args.jobs, 1)
     calls = [(r, *book_call(r, args.preset)) for r in BOOK_RUNS]  # every preset checked before any run
     out.mkdir(parents=True, exist_ok=True)
@@ -160,7 +161,7 @@ def _reproduce_all(args) -> int:
             results[run.label] = f(*a)
         waiting = [c for c in order if c[1][0].function is None]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=torch.set_num_threads, initargs=(torch.get_num_threads(),)) as pool:
+                                 initializer=set_threads, initargs=(torch.get_num_threads(),)) as pool:
             running: dict = {}
             while waiting or running:
                 ready = [c for c in waiting if c[1][0].reuse is None or c[1][0].reuse in results]
@@ -203,7 +204,7 @@ def _reproduce(args) -> int:
     check_choice("--device", args.device, ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",))
     threads = check_int("--threads", args.threads, 1)
     out = prepare_out_dir(args.out)
-    torch.set_num_threads(threads)  # small tensors: one thread is fastest; results do not depend on the count
+    set_threads(threads)  # small tensors: one thread is fastest; the count changes no bit (device.set_threads)
     start = time.time()
     print(f"reproducing {args.name} with preset {preset_name!r}, seeds {' '.join(map(str, seeds))}", flush=True)
     result = mod.run(mod.PRESETS[preset_name], seeds=seeds, device=args.device, progress=not args.quiet)

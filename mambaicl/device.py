@@ -5,15 +5,26 @@ The package's compiled kernels (Numba: :mod:`mambaicl.models.pattern_eq3`, the g
 on any other device the same formulas run as plain PyTorch with autograd, their tested twins.
 Every such branch asks :func:`use_compiled`, and :func:`plain_kernels` forces the plain branch on
 a CPU, so that the tests exercise what a GPU runs without a GPU.
+
+:func:`set_threads` sets PyTorch's CPU threads for the command line (``--threads``) so that the count
+changes speed only, never a bit: MKL's matrix products split their sums across threads, and on some of
+its code paths (its AVX2 branch, the one AMD CPUs and ``MKL_CBWR=AVX2`` take) a product at two threads
+differs in its last bit from the same product at one. So the calling thread's MKL calls stay at one
+thread (MKL's thread-local setting) while PyTorch's own parallel loops take ``n``.
 """
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import os
 import threading
 
 import torch
 
-__all__ = ["default_device", "use_compiled", "plain_kernels"]
+from .checks import check_int
+
+__all__ = ["default_device", "use_compiled", "plain_kernels", "set_threads"]
 
 _state = threading.local()
 
@@ -39,3 +50,36 @@ def plain_kernels():
         yield
     finally:
         _state.plain -= 1
+
+
+@functools.lru_cache(maxsize=1)
+def _mkl_local_threads():
+    """MKL's ``mkl_set_num_threads_local`` (its C entry point) from the MKL inside PyTorch, or ``None``
+    where PyTorch has no MKL (ARM, macOS: other BLAS libraries, which this guard does not reach)."""
+    if not torch.backends.mkl.is_available():
+        return None
+    lib_dir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for name in ("libtorch_cpu.so", "libtorch_cpu.dylib", "torch_cpu.dll"):
+        path = os.path.join(lib_dir, name)
+        if os.path.exists(path):
+            try:
+                fn = ctypes.CDLL(path).MKL_Set_Num_Threads_Local  # the C interface (int by value)
+            except (OSError, AttributeError):
+                return None
+            fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
+            return fn
+    return None
+
+
+def set_threads(n: int) -> None:
+    """PyTorch's intra-op CPU threads set to ``n`` (``torch.set_num_threads``), with MKL's matrix
+    products kept at one thread in the calling thread, so that every result is the same bytes at
+    any ``n`` (tested: the CLI at 1 and 2 threads, on MKL's native and AVX2 code paths)."""
+    n = check_int("threads", n, 1)
+    torch.set_num_threads(n)
+    fn = _mkl_local_threads()
+    if fn is not None:
+        # PyTorch sets a thread's counts again (MKL's included) at its first parallel loop: run one now,
+        # so that the one-thread setting below is not undone by the experiment's first large tensor
+        torch.ones(1 << 16).add_(1)
+        fn(1)

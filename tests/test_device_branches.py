@@ -144,3 +144,52 @@ def test_gpu_check_without_cuda_says_so_and_exits_0():
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines() == [
         "gpu_check: no CUDA device on this machine (torch.cuda.is_available() is False); nothing to check"]
+
+
+_SET_THREADS = """
+import torch
+from mambaicl.device import set_threads
+g = torch.Generator().manual_seed(0)
+a, b = torch.randn(64, 4096, generator=g, dtype=torch.float64), torch.randn(4096, 64, generator=g, dtype=torch.float64)
+x = torch.randn(256, 31, requires_grad=True, generator=g, dtype=torch.float64)
+products = {}
+for n in (1, 2, 1):
+    set_threads(n)
+    assert torch.get_num_threads() == n
+    torch.ones(1 << 20).mul_(2)  # a parallel loop after the call (PyTorch's per-thread start-up)
+    y = a @ b
+    x.grad = None
+    (x @ x.T).pow(2).sum().backward()  # the products of autograd's backward too
+    products.setdefault(n, []).append((y, x.grad.clone()))
+ref = products[1][0]
+for y, gx in products[1] + products[2]:
+    assert torch.equal(y, ref[0]) and torch.equal(gx, ref[1])
+print("same")
+"""
+
+
+@pytest.mark.parametrize("path", ["native", "mkl-avx2"])
+def test_set_threads_changes_no_bit_of_a_matrix_product(path):
+    """``set_threads(2)`` gives the same bytes as ``set_threads(1)`` for products with long inner sums, forward and
+    backward, on MKL's native path and on its AVX2 branch (where two MKL threads round differently: measured); in a
+    subprocess, since MKL reads ``MKL_CBWR`` once."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if path == "mkl-avx2":
+        env["MKL_CBWR"] = "AVX2"
+    r = subprocess.run([sys.executable, "-c", _SET_THREADS], env=env, cwd=root, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "same", r.stderr
+
+
+def test_set_threads_rejects_a_count_below_one():
+    from mambaicl.config import ConfigError
+    from mambaicl.device import set_threads
+
+    previous = torch.get_num_threads()
+    with pytest.raises(ConfigError, match=r"threads must be an integer in \[1, inf\]"):
+        set_threads(0)
+    assert torch.get_num_threads() == previous
