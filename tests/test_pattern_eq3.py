@@ -135,3 +135,36 @@ def test_token_basis_compiled_pass_equals_its_tensor_twin():
         assert torch.equal(fast.index, plain.index) and fast.index.dtype == plain.index.dtype
         assert torch.equal(fast.coef, plain.coef) and fast.coef.dtype == plain.coef.dtype
         assert torch.equal(fast.rows, plain.rows)
+
+
+def test_pattern_sum_gradcheck():
+    """The ungated kernel's compiled backward against finite differences (float64) for the table Q."""
+    from mambaicl.models.pattern_eq3 import pattern_sum
+
+    pr = _prompts(2, batch=3)
+    b = pr.basis()
+    n1 = b.rows.shape[0] + 1
+    R = torch.randn(2, n1, n1, generator=torch.Generator().manual_seed(4), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda R: pattern_sum(R, b), (R,))
+
+
+@pytest.mark.parametrize("kind", ["linear"])
+def test_ungated_stack_compiled_equals_its_plain_twin_and_the_prompt_tensor(kind):
+    """A linear-attention stack on a prompt batch: the compiled ungated sum (pattern_sum) against the look-ups in
+    PyTorch (device.plain_kernels(), what a GPU runs) and the formula on materialised prompts, values and gradients."""
+    from mambaicl.device import plain_kernels
+
+    pr = _prompts(3)
+    stack = _perturbed(OneLayerStack(kind, DATA.d, 13, 0.3, torch_generators(range(3), "init"), dtype=torch.float64))
+    weights = torch.linspace(-1, 2, 3 * 6).view(3, 6).double()
+    params = list(stack.parameters())
+    F = stack(pr)
+    g = torch.autograd.grad((F * weights).sum(), params)
+    with plain_kernels():
+        F_plain = stack(pr)
+    g_plain = torch.autograd.grad((F_plain * weights).sum(), params)
+    F_tensor = stack(pr.P)
+    g_tensor = torch.autograd.grad((F_tensor * weights).sum(), params)
+    for ref, ref_g in ((F_plain, g_plain), (F_tensor, g_tensor)):
+        assert (F - ref).abs().max() < 1e-12
+        assert all((a - b).abs().max() < 1e-11 for a, b in zip(g, ref_g))

@@ -29,7 +29,7 @@ from ..config import ONE_LAYER_KINDS, check_choice, check_int
 from ..device import use_compiled
 from .defaults import ONE_LAYER_DELTA, check_dims, check_generators
 from .gated_attention import bilinear_scores, check_prompt, gate_from_logits, gated_sum
-from .pattern_eq3 import attention_table, basis_logits, basis_scores, logit_table, pattern_gated_sum
+from .pattern_eq3 import attention_table, basis_logits, basis_scores, logit_table, pattern_gated_sum, pattern_sum
 from .shapes import token_labels, tokens
 
 __all__ = ["Eq3", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "OneLayerStack",
@@ -118,11 +118,12 @@ class Eq3:
     def forward(self, P) -> torch.Tensor:
         """``F(Psi; P)`` of Eq. (3), the query being the last token: ``(batch,)``, or ``(S, batch)`` for a stack.
 
-        Gated, on a :class:`mambaicl.data.Prompts` batch: the compiled kernel on the prompts' token basis (on the CPU)
-        (:func:`mambaicl.models.pattern_eq3.pattern_gated_sum`)."""
+        On a :class:`mambaicl.data.Prompts` batch: the compiled kernel on the prompts' token basis (on the CPU)
+        (:func:`mambaicl.models.pattern_eq3.pattern_gated_sum`, or :func:`~mambaicl.models.pattern_eq3.pattern_sum`
+        without a gate)."""
+        if not isinstance(P, torch.Tensor) and use_compiled(token_labels(P).device):
+            return self._pattern_forward(P)
         if self.gated and not isinstance(P, torch.Tensor):
-            if use_compiled(token_labels(P).device):
-                return self._pattern_forward(P)
             P = tokens(P)  # the tensor formula on other devices (and on the CPU under device.plain_kernels())
         y = token_labels(P)
         att = self.attention(P)
@@ -131,7 +132,10 @@ class Eq3:
 
     def _pattern_forward(self, P) -> torch.Tensor:
         basis = P.basis()  # (S, batch, ...), a seed axis added for a single model
-        F = pattern_gated_sum(self._logit_table(basis), self._attention_table(basis), basis)  # (S, batch)
+        if self.gated:
+            F = pattern_gated_sum(self._logit_table(basis), self._attention_table(basis), basis)  # (S, batch)
+        else:
+            F = pattern_sum(self._attention_table(basis), basis)  # (S, batch)
         return F if self.stacked else F[0]
 
 

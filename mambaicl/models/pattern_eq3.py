@@ -19,7 +19,8 @@ are each four look-ups, so a training step costs ``O(S batch l)`` instead of ``O
 whose ``dLoss/dx`` and ``dLoss/da`` are sent back into the tables. The two passes are loops compiled by Numba: plain float64 arithmetic in a fixed order, so the
 same bits on every CPU and for every seed count. They are tested against the formula as written on materialised
 prompts (:func:`mambaicl.models.gated_attention.mamba_output`, autograd) and by ``gradcheck``
-(``tests/test_pattern_eq3.py``). On a GPU the models use the tensor formula instead.
+(``tests/test_pattern_eq3.py``). :func:`pattern_sum` is the ungated sum ``sum_i y_i p_i^T W_B^T W_C p_query``
+(linear attention, the ``linear`` kind) by the same look-ups. On a GPU the models use the tensor formula instead.
 :func:`basis_logits` and :func:`basis_scores` are the same look-ups in PyTorch (autograd, any device), in the same
 order, for the models' ``logits`` and ``attention`` on a prompt batch.
 """
@@ -33,7 +34,7 @@ from torch.autograd.function import once_differentiable
 from .gated_attention import gate_row_backward, gate_row_forward
 from .kernels import scores
 
-__all__ = ["attention_table", "logit_table", "basis_logits", "basis_scores", "pattern_gated_sum"]
+__all__ = ["attention_table", "logit_table", "basis_logits", "basis_scores", "pattern_gated_sum", "pattern_sum"]
 
 
 def logit_table(w: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -94,6 +95,17 @@ def basis_scores(Q: torch.Tensor, basis) -> torch.Tensor:
 
 
 @njit(cache=True)
+def _query_scores(Q, index, coef, s, b, U):
+    """``U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]`` for prompt ``(s, b)`` (``U = M p_query`` in the basis)."""
+    L, K = index.shape[2], index.shape[3]
+    for a in range(U.shape[0]):
+        acc = 0.0
+        for k in range(K):
+            acc += coef[s, b, L - 1, k] * Q[s, index[s, b, L - 1, k], a]
+        U[a] = acc
+
+
+@njit(cache=True)
 def _forward(T, Q, index, coef, sig, G, att, F):
     """Eq. (3) per prompt: the logits and scores by look-ups, then :func:`gate_row_forward`; fills ``sig``, ``G``,
     ``att`` ``(S, B, L)`` and ``F`` ``(S, B)``."""
@@ -103,11 +115,7 @@ def _forward(T, Q, index, coef, sig, G, att, F):
     x = np.empty(L)
     for s in range(S):
         for b in range(B):
-            for a in range(n1):  # U = M p_query in the basis: the query is the last token
-                acc = 0.0
-                for k in range(K):
-                    acc += coef[s, b, L - 1, k] * Q[s, index[s, b, L - 1, k], a]
-                U[a] = acc
+            _query_scores(Q, index, coef, s, b, U)  # U = M p_query in the basis: the query is the last token
             for i in range(L):
                 x_i = 0.0
                 a_i = 0.0
@@ -184,3 +192,73 @@ def pattern_gated_sum(T: torch.Tensor, Q: torch.Tensor, basis) -> torch.Tensor:
     sent back to the tables through the same look-ups.
     """
     return _PatternEq3.apply(T, Q, basis.index, basis.coef)
+
+
+@njit(cache=True)
+def _sum_forward(Q, index, coef, F):
+    """Eq. (3) without its gate per prompt: ``F[s, b] = sum_i y_i a_i`` (``i`` in order), the scores ``a_i`` by
+    look-ups; ``y_i`` is each token's last basis coefficient (the label entry)."""
+    S, B, L, K = index.shape
+    U = np.empty(Q.shape[2])
+    for s in range(S):
+        for b in range(B):
+            _query_scores(Q, index, coef, s, b, U)
+            f = 0.0
+            for i in range(L):
+                a_i = 0.0
+                for k in range(K):
+                    a_i += coef[s, b, i, k] * U[index[s, b, i, k]]
+                f += coef[s, b, i, K - 1] * a_i
+            F[s, b] = f
+
+
+@njit(cache=True)
+def _sum_backward(gF, index, coef, gQ):
+    """Add ``dLoss/dQ`` into ``gQ`` ``(S, n + 1, n + 1)`` from ``gF = dLoss/dF`` ``(S, B)``: ``dF/da_i = y_i``,
+    then the look-ups' transposes (scatter-adds), as :func:`_backward` does for the gated sum."""
+    S, B, L, K = index.shape
+    n1 = gQ.shape[2]
+    gU = np.empty(n1)
+    for s in range(S):
+        for b in range(B):
+            for a in range(n1):
+                gU[a] = 0.0
+            for i in range(L):
+                g_a = gF[s, b] * coef[s, b, i, K - 1]
+                for k in range(K):
+                    gU[index[s, b, i, k]] += g_a * coef[s, b, i, k]
+            for k in range(K):
+                j = index[s, b, L - 1, k]
+                cq = coef[s, b, L - 1, k]
+                for a in range(n1):
+                    gQ[s, j, a] += gU[a] * cq
+
+
+class _PatternSum(torch.autograd.Function):
+    """``F = sum_i y_i p_i^T M p_query`` from the table ``Q`` and a :class:`~mambaicl.data.TokenBasis`; see
+    :func:`pattern_sum`."""
+
+    @staticmethod
+    def forward(ctx, Q, index, coef):
+        S, B = index.shape[:2]
+        F = np.empty((S, B))
+        idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
+        _sum_forward(_np(Q).astype(np.float64, copy=False), idx, cf, F)
+        ctx.saved = (idx, cf)
+        ctx.shape = tuple(Q.shape)
+        return torch.from_numpy(F).to(Q.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, gF):
+        idx, cf = ctx.saved
+        gQ = np.zeros(ctx.shape)
+        _sum_backward(_np(gF).astype(np.float64, copy=False), idx, cf, gQ)
+        return torch.from_numpy(gQ).to(gF.dtype), None, None
+
+
+def pattern_sum(Q: torch.Tensor, basis) -> torch.Tensor:
+    """``F(Psi; P) = sum_i y_i p_i^T M p_query`` (Eq. (3) with every gate 1: linear attention) of stacked prompts
+    given in a token basis, ``(S, batch)``, on the CPU; ``Q`` ``(S, n + 1, n + 1)`` (:func:`attention_table`).
+    The backward is written out: ``dF/da_i = y_i``, sent back to ``Q`` through the look-ups."""
+    return _PatternSum.apply(Q, basis.index, basis.coef)
