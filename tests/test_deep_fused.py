@@ -98,7 +98,7 @@ def test_a_stacks_last_layer_runs_its_last_row_only_on_both_paths():
 def test_plain_kernels_switches_the_branch(monkeypatch):
     calls = []
     monkeypatch.setattr(deep_module, "selective_scan_heads_fused",
-                        lambda *a: calls.append("fused") or selective_scan_heads_fused(*a))
+                        lambda *a, **k: calls.append("fused") or selective_scan_heads_fused(*a, **k))
     factored = deep_module.PAPER_SCANS["factored"]
     monkeypatch.setitem(deep_module.PAPER_SCANS, "factored", lambda *a: calls.append("plain") or factored(*a))
     model = build_model("mamba", 4, n_layers=2, d_model=8, generator=torch.Generator().manual_seed(0))
@@ -115,6 +115,23 @@ def test_plain_kernels_switches_the_branch(monkeypatch):
     chunked = build_model("mamba", 4, n_layers=2, d_model=8, scan="chunked", generator=torch.Generator().manual_seed(0))
     chunked(P)
     assert calls == []  # an explicitly chosen closed form runs as chosen
+
+
+def test_a_single_deep_model_reads_its_last_layer_at_the_last_token_only():
+    """DeepICLModel's forward runs its last selective scan on the last token alone (compiled ``last_only``): F and
+    every gradient equal the plain path's full computation and the probe's F (float64, 1e-12 / 1e-10)."""
+    model = build_model("mamba", 4, n_layers=3, d_model=8, n_heads=2, generator=torch.Generator().manual_seed(0)).double()
+    P = torch.randn(5, 7, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    P[:, -1, -1] = 0
+    params = list(model.parameters())
+    F = model(P)
+    g = torch.autograd.grad((F * torch.arange(1.0, 6.0, dtype=torch.float64)).sum(), params)
+    with plain_kernels():
+        F_plain = model(P)
+    g_plain = torch.autograd.grad((F_plain * torch.arange(1.0, 6.0, dtype=torch.float64)).sum(), params)
+    assert (F - F_plain).abs().max() < 1e-12
+    assert (F - model.probe(P)[-1]["F"]).abs().max() < 1e-12
+    assert all((a - b).abs().max() < 1e-10 * max(1.0, b.abs().max().item()) for a, b in zip(g, g_plain))
 
 
 def test_a_deep_stack_trains_alike_on_both_paths_in_float64():

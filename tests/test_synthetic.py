@@ -210,3 +210,28 @@ def test_every_display_label_names_one_rule_or_one_placement():
     assert [placement_id(v) for v in PLACEMENT_LABELS.values()] == list(PLACEMENT_LABELS)
     with pytest.raises(ConfigError, match=r"^rule must be one of .*; got 'random'"):
         rule_id("random")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_materialize_compiled_pass_equals_its_tensor_twin_bit_for_bit(dtype):
+    """Prompts.P on the CPU (one compiled pass, data.prompts._materialize_fill) against the tensor operations
+    (device.plain_kernels()): the same bits, for training prompts of several seeds, one seed, a seed's slice and
+    test prompts (outliers v' of another norm)."""
+    from mambaicl.data.prompts import materialize
+    from mambaicl.device import plain_kernels
+    from mambaicl.seeding import numpy_streams
+
+    cfg = DataConfig(d=30, M1=6, M2=10, V=3, l_tr=20, p_a=0.6)
+    pat = make_patterns(cfg, torch.Generator().manual_seed(0))
+    gens = numpy_streams(range(3), "train")
+    train = D.training_prompts(pat, cfg, D.training_tasks(cfg.M1), 64, gens)  # (3, 64, ...)
+    one = D.training_prompts(pat, cfg, D.training_tasks(cfg.M1), 64, gens[0])  # (64, ...)
+    test = D.test_prompts(pat, C.TestConfig(alpha=0.5, rule="A", kappa_a_prime=5.0, K_prime=2.0), all_tasks(6), 200,
+                          np.random.default_rng(2))
+    for pr in (train, one, train[1], test):
+        pr = pr.to_dtype(dtype)
+        compiled = materialize(pr)
+        with plain_kernels():
+            plain = materialize(pr)
+        assert compiled.dtype == plain.dtype == dtype and compiled.shape == plain.shape
+        assert torch.equal(compiled, plain)

@@ -177,11 +177,46 @@ def _basis_fill(relevant, irrelevant, kappa, y, outlier_index, outlier_scale, M1
 
 
 def materialize(pr: Prompts) -> torch.Tensor:
-    """Eq. (2): ``p_i = (x_i; y_i)`` with ``x_i`` built from its variables (Eq. (4)/(5)), ``(..., l+1, d+1)``."""
+    """Eq. (2): ``p_i = (x_i; y_i)`` with ``x_i`` built from its variables (Eq. (4)/(5)), ``(..., l+1, d+1)``.
+
+    On the CPU one compiled pass (:func:`_materialize_fill`) writes the same values as the tensor operations
+    below, operation for operation (``mu + kappa nu``, then ``+ scale v``; tested bit for bit)."""
     l = pr.l
+    floats = (pr.mu, pr.nu, pr.outliers, pr.kappa, pr.outlier_scale, pr.y)
+    dtype = pr.mu.dtype
+    if use_compiled(pr.y.device) and all(t.dtype == dtype for t in floats) and dtype in (torch.float64, torch.float32):
+        lead = tuple(pr.y.shape[:-1])
+        L, d = l + 1, pr.mu.shape[-1]
+        out = torch.empty(*lead, L, d + 1, dtype=dtype)  # (..., l+1, d+1)
+
+        def flat(t, n):
+            return torch.broadcast_to(t, lead + (n,)).reshape(-1, n).numpy()
+
+        _materialize_fill(pr.mu.contiguous().numpy(), pr.nu.contiguous().numpy(), pr.outliers.contiguous().numpy(),
+                          flat(pr.relevant, L), flat(pr.irrelevant, L), flat(pr.kappa, L), flat(pr.y, L),
+                          flat(pr.outlier_index, l), flat(pr.outlier_scale, l), out.view(-1, L, d + 1).numpy())
+        return out
     x = _rows(pr.mu, pr.relevant) + pr.kappa.unsqueeze(-1) * _rows(pr.nu, pr.irrelevant)  # (..., l+1, d)
     x[..., :l, :] += pr.outlier_scale.unsqueeze(-1) * _rows(pr.outliers, pr.outlier_index)
     return torch.cat([x, pr.y.unsqueeze(-1).to(x.dtype)], dim=-1)
+
+
+@njit(cache=True)
+def _materialize_fill(mu, nu, outliers, relevant, irrelevant, kappa, y, outlier_index, outlier_scale, out):
+    """:func:`materialize` in one pass over ``N`` prompts: ``out[p, i] = (mu_{j} + kappa nu_{k} [+ scale v_{s}]; y)``
+    ``(N, l+1, d+1)``; each product and sum rounded as the tensor operations round them (no fused multiply-add)."""
+    N, L = relevant.shape
+    l, d = L - 1, mu.shape[1]
+    for p in range(N):
+        for i in range(L):
+            a, b, k = relevant[p, i], irrelevant[p, i], kappa[p, i]
+            for c in range(d):
+                out[p, i, c] = mu[a, c] + k * nu[b, c]
+            if i < l:
+                v, sc = outlier_index[p, i], outlier_scale[p, i]
+                for c in range(d):
+                    out[p, i, c] += sc * outliers[v, c]
+            out[p, i, d] = y[p, i]
 
 
 def _rows(M: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

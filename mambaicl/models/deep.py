@@ -142,20 +142,23 @@ class PaperMambaMixer(_HeadsMixer):
         # w ~ N(0, I/d0) for every channel and head, as w^(0) in Section 2
         self.W = nn.Parameter(_normal((n_heads, d_model, d_model), d_model ** -0.5, generator))  # (H, D, D)
 
-    def forward(self, u: torch.Tensor, probe: bool = False):
-        out = self.combine(self.run_scan(u))  # (batch, L, D)
+    def forward(self, u: torch.Tensor, probe: bool = False, last_only: bool = False):
+        """The layer's output ``(batch, L, D)``, or the last token's alone ``(batch, 1, D)`` with ``last_only``."""
+        out = self.combine(self.run_scan(u, last_only=last_only and not probe))  # (batch, L or 1, D)
         if not probe:
             return out
         return out, {"attention": self.scores(u), "gate": self.query_gate(u)}
 
-    def run_scan(self, u: torch.Tensor) -> torch.Tensor:
+    def run_scan(self, u: torch.Tensor, last_only: bool = False) -> torch.Tensor:
         """Eq. (1) of every head, ``(batch, H, L, D)``: the compiled kernel
         (:func:`mambaicl.models.scan_kernel.selective_scan_heads_fused`) for the default ``scan="factored"`` where
         :func:`mambaicl.device.use_compiled` says so (a CPU), else the plain closed form ``PAPER_SCANS[scan]``
-        (a GPU, :func:`mambaicl.device.plain_kernels`, or an explicitly chosen ``"chunked"`` / ``"quadratic"``)."""
+        (a GPU, :func:`mambaicl.device.plain_kernels`, or an explicitly chosen ``"chunked"`` / ``"quadratic"``).
+        ``last_only``: the last token's row alone, ``(batch, H, 1, D)`` (the compiled kernel skips the others)."""
         if self.scan == "factored" and use_compiled(u.device) and u.dtype in COMPILED_DTYPES:
-            return selective_scan_heads_fused(u, self.W_B, self.W_C, self.W)
-        return PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W)
+            return selective_scan_heads_fused(u, self.W_B, self.W_C, self.W, last_only=last_only)
+        o = PAPER_SCANS[self.scan](u, self.W_B, self.W_C, self.W)
+        return o[:, :, -1:] if last_only else o
 
     def scores(self, u: torch.Tensor) -> torch.Tensor:
         """``u_s^T W_B^T W_C u_t`` of every head, zero for ``s > t``, ``(batch, H, L(t), L(s))``."""
@@ -231,10 +234,15 @@ class DeepICLModel(nn.Module):
         check_prompt(P, self.d)
         x = P.to(self.embed.dtype) @ self.embed.T  # (batch, L, d_model)
         records = []
-        for norm, mixer in zip(self.norms, self.mixers):
+        last = len(self.mixers) - 1
+        for i, (norm, mixer) in enumerate(zip(self.norms, self.mixers)):
             if probe:
                 out, rec = mixer(norm(x), probe=True)
                 records.append(rec)
+            elif i == last and isinstance(mixer, PaperMambaMixer):
+                # the readout reads the last token only: the last selective scan computes that row alone
+                out = mixer(norm(x), last_only=True)  # (batch, 1, d_model)
+                x = x[:, -1:]
             else:
                 out = mixer(norm(x))
             x = x + out  # (batch, L, d_model)
@@ -248,7 +256,8 @@ class DeepICLModel(nn.Module):
         """One dict per layer with ``"attention"`` and (gated kinds) ``"gate"``, plus ``"F"`` in each.
 
         Runs the same layers as :meth:`forward`, each returning the tensors it computed its
-        output from; ``"F"`` is the prediction of that pass (equal to ``forward(P)``).
+        output from; ``"F"`` is the prediction of that pass (``forward(P)`` up to its last bit: ``forward`` runs the
+        last selective scan on the last token alone).
         """
         with torch.no_grad():
             F, records = self._run(P, probe=True)

@@ -271,7 +271,7 @@ class _FusedScanStacked(torch.autograd.Function):
         return g_u, g_W_B, g_W_C, g_W, None
 
 
-def selective_scan_heads_fused(u, W_B, W_C, W) -> torch.Tensor:
+def selective_scan_heads_fused(u, W_B, W_C, W, last_only: bool = False) -> torch.Tensor:
     """Eq. (1) for every head (``A = -I``), compiled, on the CPU; same signature and output as
     :func:`mambaicl.models.scan.selective_scan_heads`: ``(batch, H, L, D)`` (a view of a ``(batch, L, H, D)`` tensor,
     the layout :meth:`mambaicl.models.deep._HeadsMixer.combine` reads). :func:`selective_scan_heads_fused_stacked`
@@ -279,8 +279,9 @@ def selective_scan_heads_fused(u, W_B, W_C, W) -> torch.Tensor:
 
     Args:
         u: ``(batch, L, D)``.  W_B, W_C: ``(H, m, D)``.  W: ``(H, D, D)``.
+        last_only: the last token's output only, ``(batch, H, 1, D)`` (see the stacked function).
     """
-    o = _FusedScanStacked.apply(u.unsqueeze(0), W_B.unsqueeze(0), W_C.unsqueeze(0), W.unsqueeze(0), False)
+    o = _FusedScanStacked.apply(u.unsqueeze(0), W_B.unsqueeze(0), W_C.unsqueeze(0), W.unsqueeze(0), last_only)
     return o.squeeze(0).permute(0, 2, 1, 3)  # (batch, H, L, D)
 
 
