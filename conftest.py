@@ -42,6 +42,8 @@ SLOW = {  # node id (prefix) -> why it is not a unit test; run by plain `pytest`
     "training and its replay (~10 s CPU)",
     "tests/test_sst2_experiments.py::test_seeds_trained_as_one_batch_equal_each_seed_alone": "two runs trained twice "
     "with validation readings (~6 s CPU)",
+    "tests/test_device_branches.py::test_set_threads_changes_no_bit_of_a_matrix_product": "a subprocess per MKL code "
+    "path, each importing torch (~8 s CPU)",
 }
 
 
