@@ -48,9 +48,11 @@ import torch
 from torch import nn
 
 from ..config import Config, ConfigError, check_choice, check_int, choice, real
+from ..device import use_compiled
 from .gates import gated_retention_gate, gla_gate, mamba2_gate, retnet_gate
 from .defaults import check_generators, one_layer_m
 from .one_layer import OneLayerStack
+from .pattern_gla import channel_table, pattern_gla_sum
 from .shapes import token_labels, tokens
 
 __all__ = ["GATE_FAMILIES", "OWN_TOKEN_GATE", "INPUT_DEPENDENT", "GATE_SETTINGS", "GateConfig", "GLAStack",
@@ -159,9 +161,20 @@ class GLAStack(OneLayerStack):
         return G if channels else G.mean(-1)
 
     def forward(self, P) -> torch.Tensor:
-        """``F`` of every seed on its own prompts, ``(S, batch)``."""
+        """``F`` of every seed on its own prompts, ``(S, batch)``.
+
+        The channel-gated families (GLA) on a :class:`mambaicl.data.Prompts` batch on the CPU take the compiled
+        kernel on the prompts' token basis (:func:`mambaicl.models.pattern_gla.pattern_gla_sum`); elsewhere, and
+        under :func:`mambaicl.device.plain_kernels`, the tensor formula below."""
         ref = self._ref(P)
         y = token_labels(P)  # (S, batch, L)
+        if self.family in _CHANNEL and not isinstance(P, torch.Tensor) and use_compiled(ref.device):
+            basis = P.basis()  # (S, batch, ...)
+            dtype, device = basis.coef.dtype, basis.coef.device
+            Kt, At, Ct = (channel_table(getattr(self, k).to(dtype=dtype, device=device), basis.rows)
+                          for k in ("W_B", "W_alpha", "W_C"))  # (S, n+1, m) each
+            F = pattern_gla_sum(Kt, At, Ct, basis, self.gate_config.tau, recurrent=self.family == "gla")
+            return self._per_prompts(F, P)  # (S, batch)
         if self.family in _CHANNEL:
             X = tokens(P).to(ref.dtype)  # (S, batch, L, d+1)
             keys = torch.einsum("sbld,smd->sblm", X, self.W_B.to(ref.dtype))  # W_B p_i
