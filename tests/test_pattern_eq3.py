@@ -168,3 +168,35 @@ def test_ungated_stack_compiled_equals_its_plain_twin_and_the_prompt_tensor(kind
     for ref, ref_g in ((F_plain, g_plain), (F_tensor, g_tensor)):
         assert (F - ref).abs().max() < 1e-12
         assert all((a - b).abs().max() < 1e-11 for a, b in zip(g, ref_g))
+
+
+def test_pattern_scores_equals_its_plain_twin_and_the_prompt_tensor():
+    """The compiled scores (one pass, written-out backward) against the PyTorch look-ups (basis_scores, under
+    device.plain_kernels(), what a GPU runs) and the bilinear form on materialised prompts: values and gradients."""
+    from mambaicl.device import plain_kernels
+
+    pr = _prompts(3)
+    stack = _perturbed(OneLayerStack("mamba", DATA.d, 13, 0.3, torch_generators(range(3), "init"), dtype=torch.float64))
+    weights = torch.linspace(-1, 2, 3 * 6 * (DATA.l_tr + 1)).view(3, 6, -1).double()
+    params = [stack.W_B, stack.W_C]
+    att = stack.attention(pr)
+    g = torch.autograd.grad((att * weights).sum(), params)
+    with plain_kernels():
+        att_plain = stack.attention(pr)
+    g_plain = torch.autograd.grad((att_plain * weights).sum(), params)
+    att_tensor = stack.attention(pr.P)
+    assert att.shape == att_plain.shape == (3, 6, DATA.l_tr + 1)
+    assert (att - att_plain).abs().max() <= 1e-13 * att_plain.abs().max()
+    assert (att - att_tensor).abs().max() <= 1e-12 * att_tensor.abs().max()
+    for a, b in zip(g, g_plain):
+        assert (a - b).abs().max() <= 1e-11 * b.abs().max()
+
+
+def test_pattern_scores_gradcheck():
+    from mambaicl.models.pattern_eq3 import pattern_scores
+
+    pr = _prompts(2, batch=3)
+    b = pr.basis()
+    n1 = b.rows.shape[0] + 1
+    R = torch.randn(2, n1, n1, generator=torch.Generator().manual_seed(4), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda R: pattern_scores(R, b), (R,))

@@ -29,7 +29,8 @@ from ..config import ONE_LAYER_KINDS, check_choice, check_int
 from ..device import use_compiled
 from .defaults import ONE_LAYER_DELTA, check_dims, check_generators
 from .gated_attention import bilinear_scores, check_prompt, gate_from_logits, gated_sum
-from .pattern_eq3 import attention_table, basis_logits, basis_scores, logit_table, pattern_gated_sum, pattern_sum
+from .pattern_eq3 import (attention_table, basis_logits, basis_scores, logit_table, pattern_gated_sum, pattern_scores,
+                          pattern_sum)
 from .shapes import token_labels, tokens
 
 __all__ = ["Eq3", "OneLayerMamba", "OneLayerLinearTransformer", "OneLayerMambaMerged", "OneLayerStack",
@@ -78,7 +79,8 @@ class Eq3:
             check_prompt(P, self.d)
             return bilinear_scores(P, self.bilinear(P.dtype).to(P.device))
         basis = P.basis()
-        return self._per_prompts(basis_scores(self._attention_table(basis), basis), P)
+        scores_of = pattern_scores if use_compiled(basis.coef.device) else basis_scores  # compiled, or its twin
+        return self._per_prompts(scores_of(self._attention_table(basis), basis), P)
 
     def logits(self, P) -> torch.Tensor:
         """``w^T p_i`` for every token, ``(..., l+1)`` (gated kinds only)."""

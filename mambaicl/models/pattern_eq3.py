@@ -34,7 +34,8 @@ from torch.autograd.function import once_differentiable
 from .gated_attention import gate_row_backward, gate_row_forward
 from .kernels import scores
 
-__all__ = ["attention_table", "logit_table", "basis_logits", "basis_scores", "pattern_gated_sum", "pattern_sum"]
+__all__ = ["attention_table", "logit_table", "basis_logits", "basis_scores", "pattern_gated_sum", "pattern_sum",
+           "pattern_scores"]
 
 
 def logit_table(w: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -262,3 +263,70 @@ def pattern_sum(Q: torch.Tensor, basis) -> torch.Tensor:
     given in a token basis, ``(S, batch)``, on the CPU; ``Q`` ``(S, n + 1, n + 1)`` (:func:`attention_table`).
     The backward is written out: ``dF/da_i = y_i``, sent back to ``Q`` through the look-ups."""
     return _PatternSum.apply(Q, basis.index, basis.coef)
+
+
+@njit(cache=True)
+def _scores_forward(Q, index, coef, att):
+    """``att[s, b, i] = p_i^T M p_query`` of every token by look-ups, ``(S, B, L)``: :func:`basis_scores`'s values,
+    each term added in its order."""
+    S, B, L, K = index.shape
+    U = np.empty(Q.shape[2])
+    for s in range(S):
+        for b in range(B):
+            _query_scores(Q, index, coef, s, b, U)
+            for i in range(L):
+                a_i = 0.0
+                for k in range(K):
+                    a_i += coef[s, b, i, k] * U[index[s, b, i, k]]
+                att[s, b, i] = a_i
+
+
+@njit(cache=True)
+def _scores_backward(g_att, index, coef, gQ):
+    """Add ``dLoss/dQ`` into ``gQ`` ``(S, n + 1, n + 1)`` from ``g_att = dLoss/datt`` ``(S, B, L)``: the look-ups'
+    transposes (scatter-adds), as :func:`_sum_backward`."""
+    S, B, L, K = index.shape
+    n1 = gQ.shape[2]
+    gU = np.empty(n1)
+    for s in range(S):
+        for b in range(B):
+            for a in range(n1):
+                gU[a] = 0.0
+            for i in range(L):
+                for k in range(K):
+                    gU[index[s, b, i, k]] += g_att[s, b, i] * coef[s, b, i, k]
+            for k in range(K):
+                j = index[s, b, L - 1, k]
+                cq = coef[s, b, L - 1, k]
+                for a in range(n1):
+                    gQ[s, j, a] += gU[a] * cq
+
+
+class _PatternScores(torch.autograd.Function):
+    """The scores ``p_i^T M p_query`` from the table ``Q`` and a :class:`~mambaicl.data.TokenBasis`; see
+    :func:`pattern_scores`."""
+
+    @staticmethod
+    def forward(ctx, Q, index, coef):
+        att = np.empty(tuple(index.shape[:3]))
+        idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
+        _scores_forward(_np(Q).astype(np.float64, copy=False), idx, cf, att)
+        ctx.saved = (idx, cf)
+        ctx.shape = tuple(Q.shape)
+        return torch.from_numpy(att).to(Q.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_att):
+        idx, cf = ctx.saved
+        gQ = np.zeros(ctx.shape)
+        _scores_backward(_np(g_att).astype(np.float64, copy=False), idx, cf, gQ)
+        return torch.from_numpy(gQ).to(g_att.dtype), None, None
+
+
+def pattern_scores(Q: torch.Tensor, basis) -> torch.Tensor:
+    """``p_i^T M p_query`` for every token of stacked prompts given in a token basis, ``(S, batch, l+1)``, on the
+    CPU: :func:`basis_scores` (its plain twin: PyTorch look-ups, what a GPU runs) in one compiled pass, with a
+    written-out backward into ``Q`` ``(S, n + 1, n + 1)`` (:func:`attention_table`)."""
+    S = basis.index.shape[0]
+    return _PatternScores.apply(Q.expand(S, -1, -1), basis.index, basis.coef)
