@@ -22,7 +22,8 @@ plays the role of its gate ``G`` (with one decay rate per state instead of ``A =
 Three forms with one signature, ``(x, delta, A, B, C, D) -> y``:
 :func:`selective_scan_s6_seq` (the plain loop, reference), :func:`selective_scan_s6`
 (fast: the same loop without autograd bookkeeping, a hand-written reverse scan for the
-backward pass) and :func:`selective_scan_s6_kernel` (the attention-like form that
+backward pass; compiled on a CPU, :mod:`mambaicl.models.s6_numba`, its plain twin :class:`_S6Scan`
+elsewhere) and :func:`selective_scan_s6_kernel` (the attention-like form that
 materialises ``K``; used by the probes).
 """
 from __future__ import annotations
@@ -35,7 +36,9 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError, check_choice, check_int, check_real
+from ..device import use_compiled
 from .kernels import causal_mask, running_sum
+from .s6_numba import COMPILED_DTYPES, s6_scan_compiled
 from .shapes import check_shapes
 
 __all__ = [
@@ -193,10 +196,25 @@ class _S6Scan(torch.autograd.Function):
                 g_B if need_B else None, g_C if need_C else None)
 
 
+def _compiled_scan(x, delta, A, B, C) -> bool:
+    """Whether :func:`selective_scan_s6` takes the compiled scan: :func:`mambaicl.device.use_compiled` on ``x``'s
+    device, ``x`` float32 or float64 and ``delta``, ``A``, ``B``, ``C`` of its dtype and device (any other case takes
+    :class:`_S6Scan`, which also reports a mismatch)."""
+    if not use_compiled(x.device) or x.dtype not in COMPILED_DTYPES:
+        return False
+    return all(t.dtype == x.dtype and t.device == x.device for t in (delta, A, B, C))
+
+
 def selective_scan_s6(x, delta, A, B, C, D) -> torch.Tensor:
-    """S6 selective scan, fast form; same signature and output as :func:`selective_scan_s6_seq`."""
+    """S6 selective scan, fast form; same signature and output as :func:`selective_scan_s6_seq`.
+
+    On a CPU (:func:`mambaicl.device.use_compiled`) in float32 or float64 the scan is the compiled
+    :func:`mambaicl.models.s6_numba.s6_scan_compiled` (Gu & Dao 2023, Alg. 2, a Numba loop forward and backward);
+    elsewhere, and within :func:`mambaicl.device.plain_kernels`, its plain twin :class:`_S6Scan`.
+    """
     _check_s6(x, delta, A, B, C, D)
-    return _S6Scan.apply(x, delta, A, B, C) + D * x  # (batch, L, E)
+    scan = s6_scan_compiled if _compiled_scan(x, delta, A, B, C) else _S6Scan.apply
+    return scan(x, delta, A, B, C) + D * x  # (batch, L, E)
 
 
 def s6_gate(delta: torch.Tensor, A: torch.Tensor, t: int) -> torch.Tensor:
