@@ -1,5 +1,6 @@
 """The compiled S6 scan (mambaicl.models.s6_numba) against its plain twin (_S6Scan) and the plain loop: values,
-gradients, gradcheck, partial gradients, a short training run and determinism."""
+gradients, gradcheck, partial gradients, a short training run and determinism; the compiled mixing matrix
+(s6_kernel_compiled) against its plain twin (s6_kernel), the block and model probes."""
 import contextlib
 
 import pytest
@@ -9,7 +10,7 @@ import mambaicl.models.mamba1 as m1
 import mambaicl.models.s6_numba as s6n
 from mambaicl.device import plain_kernels
 from mambaicl.models import build_model
-from mambaicl.models.mamba1 import Mamba1Block, selective_scan_s6, selective_scan_s6_seq
+from mambaicl.models.mamba1 import Mamba1Block, selective_scan_s6, selective_scan_s6_kernel, selective_scan_s6_seq
 from mambaicl.models.s6_numba import s6_scan_compiled
 
 
@@ -181,3 +182,159 @@ def test_short_training_run_compiled_equals_plain(dtype, tol):
     assert compiled[-1] < compiled[0]
     for a, b in zip(compiled, plain):
         assert abs(a - b) <= tol * max(1.0, abs(b)), (compiled, plain)
+
+
+# ---- the mixing matrix K (s6_kernel): compiled (s6_kernel_compiled, forward only) against the plain twin ----
+
+def kernel_inputs(batch, L, E, N, seed=0, dtype=torch.float64, delta_scale=1.0):
+    _, delta, A, B, C, _ = s6_inputs(batch, L, E, N, seed=seed, dtype=dtype, delta_scale=delta_scale)
+    return delta, A, B, C
+
+
+def check_kernel_against_plain(args, tol, atol):
+    """Compiled against plain: relative to the largest entry, and entry by entry against the sum of the terms'
+    magnitudes (the plain twin on ``|B|``, ``|C|``, taken ``|.|``): a wrong entry cannot hide below a large one."""
+    K_c = m1.s6_kernel(*args)
+    with plain_kernels():
+        K_p = m1.s6_kernel(*args)
+        delta, A, B, C = args
+        K_abs = m1.s6_kernel(delta, A, B.abs(), C.abs()).abs()  # sum_n |C_t,n B_s,n| |Delta_s| exp(...)
+    assert K_c.shape == K_p.shape and K_c.dtype == K_p.dtype
+    assert bool(torch.isfinite(K_c).all())
+    assert rel(K_c, K_p) <= tol
+    assert bool(((K_c - K_p).abs() <= tol * K_abs + atol).all())
+    L = args[0].shape[1]
+    above = ~torch.tril(torch.ones(L, L, dtype=torch.bool))  # s > t
+    assert bool((K_c[:, above] == 0).all())  # exact zeros above the diagonal
+    return K_c, K_p
+
+
+def test_kernel_dispatch(monkeypatch):
+    """Compiled on the CPU in float32/float64 when no gradient is wanted; the plain twin within plain_kernels, for
+    another dtype, for mixed dtypes and whenever autograd must go through K."""
+    calls = []
+    monkeypatch.setattr(m1, "s6_kernel_compiled", lambda *a: calls.append("compiled") or s6n.s6_kernel_compiled(*a))
+    args = kernel_inputs(2, 5, 3, 2)
+    m1.s6_kernel(*args)
+    m1.s6_kernel(*[a.float() for a in args])
+    assert calls == ["compiled", "compiled"]
+    with plain_kernels():
+        m1.s6_kernel(*args)
+    m1.s6_kernel(*[a.to(torch.bfloat16) for a in args])
+    m1.s6_kernel(args[0].float(), *args[1:])
+    leaves = [a.clone().requires_grad_(i == 2) for i, a in enumerate(args)]
+    K = m1.s6_kernel(*leaves)  # B requires grad: the plain twin, differentiable
+    assert calls == ["compiled", "compiled"] and K.requires_grad
+    (g_B,) = torch.autograd.grad(K.sum(), [leaves[2]])
+    assert g_B.abs().sum() > 0
+    with torch.no_grad():  # grad mode off: compiled although B requires grad
+        K_ng = m1.s6_kernel(*leaves)
+    assert calls == ["compiled", "compiled", "compiled"] and not K_ng.requires_grad
+    assert rel(K_ng, K.detach()) <= 1e-12
+
+
+KERNEL_SHAPES = [(1, 1, 1, 1), (1, 1, 5, 3), (1, 9, 5, 3), (3, 1, 7, 4), (2, 13, 7, 5), (4, 21, 16, 8), (3, 6, 17, 9)]
+
+
+@pytest.mark.parametrize("delta_scale", [1.0, 1e3, 1e-6, -1.0])
+@pytest.mark.parametrize("shape", KERNEL_SHAPES)
+def test_kernel_compiled_equals_plain_float64(shape, delta_scale):
+    """``delta_scale = 1e3``: most exponentials underflow to 0 (all but the diagonal's ``exp(0) = 1`` and the smallest
+    ``|A|``); ``1e-6``: every decay is 1 - tiny; ``-1``: negative steps (no softplus output, but the same formula),
+    so that every decay sum is negative and clamped at 0 as in the plain twin."""
+    args = kernel_inputs(*shape, seed=sum(shape) + 1, delta_scale=delta_scale)
+    K_c, _ = check_kernel_against_plain(args, 1e-12, 1e-300)
+    if delta_scale == 1e3 and shape[1] > 1:
+        assert bool((K_c == 0).any())  # some exponentials did underflow
+
+
+@pytest.mark.parametrize("delta_scale", [1.0, 1e2, 1e-4])
+@pytest.mark.parametrize("shape", [(1, 9, 5, 3), (4, 21, 16, 8), (3, 6, 17, 9), (2, 21, 64, 16)])
+def test_kernel_compiled_equals_plain_float32(shape, delta_scale):
+    args = kernel_inputs(*shape, seed=3, dtype=torch.float32, delta_scale=delta_scale)
+    K_c, _ = check_kernel_against_plain(args, 1e-5, 1e-37)
+    assert K_c.dtype == torch.float32
+
+
+def test_kernel_equals_the_scan():
+    """``y_t = sum_{s<=t} K[t, s] x_s + D x_t`` with the compiled K equals the plain loop (a check independent of the
+    plain twin of K)."""
+    x, delta, A, B, C, D = s6_inputs(3, 15, 9, 5, seed=21)
+    y = selective_scan_s6_kernel(x, delta, A, B, C, D)
+    assert rel(y, selective_scan_s6_seq(x, delta, A, B, C, D)) <= 1e-12
+
+
+def test_kernel_compiled_is_deterministic():
+    args = kernel_inputs(7, 21, 64, 16, seed=9, dtype=torch.float32)
+    assert torch.equal(m1.s6_kernel(*args), m1.s6_kernel(*args))
+    args = kernel_inputs(3, 13, 17, 9, seed=9)
+    assert torch.equal(m1.s6_kernel(*args), m1.s6_kernel(*args))
+
+
+def test_kernel_compiled_keeps_nan():
+    """A NaN in ``Delta_r`` reaches the entries ``K[t, s]``, ``s <= t``, that the plain twin's reach (every one with
+    ``t >= r``: the running sums from ``r`` on are NaN); above the diagonal the compiled K stays exactly 0, where the
+    plain twin's mask multiplies a NaN (``0 * NaN``) for ``s >= r``."""
+    delta, A, B, C = kernel_inputs(1, 6, 3, 2, seed=4)
+    delta[0, 3, 1] = float("nan")
+    K_c = m1.s6_kernel(delta, A, B, C)
+    with plain_kernels():
+        K_p = m1.s6_kernel(delta, A, B, C)
+    low = torch.tril(torch.ones(6, 6, dtype=torch.bool))  # s <= t
+    assert torch.equal(torch.isnan(K_c[:, low]), torch.isnan(K_p[:, low]))
+    assert bool(torch.isnan(K_c[0, 3:, :, 1][low[3:]]).all()) and not bool(torch.isnan(K_c[0, :3]).any())
+    assert bool((K_c[:, ~low] == 0).all())
+    ok = ~torch.isnan(K_p)
+    assert rel(K_c[ok], K_p[ok]) <= 1e-12
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 1e-5)])
+def test_block_probe_compiled_equals_plain(monkeypatch, dtype, tol):
+    """``Mamba1Block.forward(u, probe=True)`` under no_grad (as the probes run it): the output and every entry of
+    the dict, compiled (checked taken) against plain."""
+    calls = []
+    monkeypatch.setattr(m1, "s6_kernel_compiled", lambda *a: calls.append(1) or s6n.s6_kernel_compiled(*a))
+    blk = Mamba1Block(12, d_state=5, generator=torch.Generator().manual_seed(3)).to(dtype)
+    u = torch.randn(3, 13, 12, generator=torch.Generator().manual_seed(4), dtype=dtype)
+    with torch.no_grad():
+        out_c, rec_c = blk(u, probe=True)
+        assert calls == [1]
+        with plain_kernels():
+            out_p, rec_p = blk(u, probe=True)
+    assert calls == [1]
+    assert rel(out_c, out_p) <= tol
+    assert rec_c.keys() == rec_p.keys()
+    for name in rec_p:
+        assert rec_c[name].shape == rec_p[name].shape and rec_c[name].dtype == dtype, name
+        assert rel(rec_c[name], rec_p[name]) <= tol, name
+
+
+def test_block_probe_with_gradients_takes_the_plain_twin(monkeypatch):
+    """Outside no_grad the block's parameters require grad: the plain twin, and gradients flow through K."""
+    calls = []
+    monkeypatch.setattr(m1, "s6_kernel_compiled", lambda *a: calls.append(1) or s6n.s6_kernel_compiled(*a))
+    blk = Mamba1Block(8, d_state=4, generator=torch.Generator().manual_seed(0)).double()
+    u = torch.randn(2, 7, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    out, rec = blk(u, probe=True)
+    assert calls == [] and rec["kernel"].requires_grad
+    grads = torch.autograd.grad(out.sum(), list(blk.parameters()), allow_unused=True)
+    assert any(g is not None and g.abs().sum() > 0 for g in grads)
+    with torch.no_grad():
+        out_ng, rec_ng = blk(u, probe=True)
+    assert calls == [1] and rel(out_ng, out.detach()) <= 1e-12 and rel(rec_ng["kernel"], rec["kernel"]) <= 1e-12
+
+
+def test_model_probe_compiled_equals_plain():
+    """The probes of a two-layer Mamba-1 stack (``build_model("mamba1")``, ``probe`` runs under no_grad)."""
+    model = build_model("mamba1", 6, n_layers=2, d_model=8, d_state=4, generator=torch.Generator().manual_seed(0))
+    model = model.double()
+    P = torch.randn(5, 9, 7, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    P[:, -1, -1] = 0
+    rec_c = model.probe(P)
+    with plain_kernels():
+        rec_p = model.probe(P)
+    assert len(rec_c) == len(rec_p) == 2
+    for a, b in zip(rec_c, rec_p):
+        assert a.keys() == b.keys()
+        for name in b:
+            assert rel(a[name], b[name]) <= 1e-12, name

@@ -38,7 +38,7 @@ from torch.autograd.function import once_differentiable
 from ..config import ConfigError, check_choice, check_int, check_real
 from ..device import use_compiled
 from .kernels import causal_mask, running_sum
-from .s6_numba import COMPILED_DTYPES, s6_scan_compiled
+from .s6_numba import COMPILED_DTYPES, s6_kernel_compiled, s6_scan_compiled
 from .shapes import check_shapes
 
 __all__ = [
@@ -237,11 +237,28 @@ def s6_gate(delta: torch.Tensor, A: torch.Tensor, t: int) -> torch.Tensor:
     return G * mask[None, :, None, None]
 
 
+def _compiled_kernel(delta, A, B, C) -> bool:
+    """Whether :func:`s6_kernel` takes the compiled :func:`mambaicl.models.s6_numba.s6_kernel_compiled` (forward
+    only): :func:`mambaicl.device.use_compiled` on ``delta``'s device, ``delta`` float32 or float64, ``A``, ``B``,
+    ``C`` of its dtype and device, and no gradient wanted (grad mode off, as in the probes, or no input requiring
+    one); any other case takes the plain twin, through which autograd runs."""
+    if not use_compiled(delta.device) or delta.dtype not in COMPILED_DTYPES:
+        return False
+    if not all(t.dtype == delta.dtype and t.device == delta.device for t in (A, B, C)):
+        return False
+    return not (torch.is_grad_enabled() and any(t.requires_grad for t in (delta, A, B, C)))
+
+
 def s6_kernel(delta, A, B, C) -> torch.Tensor:
     """Mixing matrix of the S6 scan, ``K[t, s, c] = sum_n C_{t,n} B_{s,n} G[t, s, c, n]``, ``(batch, L, L, E)``.
 
-    Built one reading position ``t`` at a time (memory ``batch * L * E * N`` per step).
+    Built one reading position ``t`` at a time (memory ``batch * L * E * N`` per step). On a CPU in float32 or
+    float64 with no gradient wanted (:func:`_compiled_kernel`) it is the compiled
+    :func:`mambaicl.models.s6_numba.s6_kernel_compiled` (the same decay sums, 1 ulp exponentials, the sum over ``n``
+    in a fixed order); elsewhere, and within :func:`mambaicl.device.plain_kernels`, the plain loop below.
     """
+    if _compiled_kernel(delta, A, B, C):
+        return s6_kernel_compiled(delta, A, B, C)
     rows = []
     for t in range(delta.shape[1]):
         G = s6_gate(delta, A, t)  # (batch, L, E, N)

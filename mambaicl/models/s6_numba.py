@@ -37,6 +37,13 @@ order); the two sums over channels, ``dLoss/dB`` and ``dLoss/dC``, are the one l
 (:func:`_dot`, ``fastmath`` ``reassoc`` as in :mod:`mambaicl.models.scan_kernel`: an order fixed by the build for this
 CPU). So the same inputs give the same bytes on one machine, run after run; the plain twin agrees to rounding
 (``tests/test_s6_numba.py``: 1e-12 relative in float64, values, 1e-10 gradients, and a short training run).
+
+The scan's mixing matrix ``K[t, s, c] = sum_n C_{t,n} B_{s,n} Delta_{s,c} exp(A_{c,n} sum_{r=s+1}^t Delta_{r,c})``
+(``s <= t``, 0 above), which the probes materialise, is :func:`s6_kernel_compiled` (forward only: no gradient), the
+plain twin :func:`mambaicl.models.mamba1.s6_kernel`. It forms the decay sum as that twin does, ``Lam_t - Lam_s`` of
+the running sums ``Lam_s = sum_{r<=s} Delta_r`` (each rounded to the dtype from a float64 running sum, as PyTorch's
+``cumsum`` on a CPU accumulates), clamped at 0, so that the exponents are the twin's to the bit; one :func:`_exp`
+per ``(t, s <= t, n, c)``, the sum over ``n`` ascending, then times ``Delta_{s,c}``.
 """
 from __future__ import annotations
 
@@ -46,7 +53,7 @@ from numba import njit, types
 from numba.extending import overload
 from torch.autograd.function import once_differentiable
 
-__all__ = ["s6_scan_compiled", "COMPILED_DTYPES"]
+__all__ = ["s6_scan_compiled", "s6_kernel_compiled", "COMPILED_DTYPES"]
 
 #: the dtypes the compiled scan runs in (any other takes the plain twin)
 COMPILED_DTYPES = (torch.float32, torch.float64)
@@ -327,3 +334,72 @@ def s6_scan_compiled(x, delta, A, B, C) -> torch.Tensor:
     keep = (torch.is_grad_enabled() and any(t.requires_grad for t in (x, delta, A, B, C))
             and x.shape[0] * x.shape[1] * x.shape[2] * A.shape[1] <= SAVE_DECAYS_MAX)
     return _S6ScanCompiled.apply(x, delta, A, B, C, keep)
+
+
+@njit(cache=True, error_model="numpy")
+def _kernel(delta, AT, B, C, K):
+    """Fill ``K`` ``(batch, L, L, E)`` with ``K[t, s, c] = Delta_{s,c} sum_n C_{t,n} B_{s,n} exp(A_{c,n}
+    (Lam_{t,c} - Lam_{s,c}))`` for ``s <= t`` and 0 for ``s > t`` (the unrolled recurrence of Gu & Dao 2023, Alg. 2),
+    from ``delta`` ``(batch, L, E)``, ``AT`` ``(N, E)``, ``B``, ``C`` ``(batch, L, N)``.
+
+    ``Lam_s = sum_{r<=s} Delta_r`` is a float64 running sum (``r`` ascending) rounded to the dtype at each ``s`` (as
+    PyTorch's CPU ``cumsum``, the plain twin's :func:`mambaicl.models.kernels.running_sum`); the decay
+    ``Lam_t - Lam_s`` is clamped at 0 (which only removes rounding below 0; a NaN stays NaN), the exponent is
+    ``A_{c,n}`` times it, both as the twin rounds them. The sum over ``n`` ascending, each term ``(C_{t,n} B_{s,n})
+    exp(...)``; the sum then times ``Delta_{s,c}``."""
+    batch, L, E = delta.shape
+    N = AT.shape[0]
+    dt = delta.dtype
+    Lam = np.empty((L, E), dt)  # (L, E): Lam_s of the current row
+    run = np.empty(E, np.float64)  # the running sum in float64
+    dec = np.empty(E, dt)  # Lam_t - Lam_s, clamped at 0
+    acc = np.empty(E, dt)  # sum_n C_{t,n} B_{s,n} exp(A_n dec)
+    for b in range(batch):
+        for e in range(E):
+            run[e] = 0.0
+        for s in range(L):
+            for e in range(E):
+                run[e] += delta[b, s, e]
+                Lam[s, e] = run[e]
+        for t in range(L):
+            for s in range(L):
+                Kts = K[b, t, s]  # (E,)
+                if s > t:
+                    for e in range(E):
+                        Kts[e] = 0.0
+                    continue
+                for e in range(E):
+                    dv = Lam[t, e] - Lam[s, e]
+                    if dv < 0.0:
+                        dv = 0.0
+                    dec[e] = dv
+                    acc[e] = 0.0
+                for n in range(N):
+                    w = C[b, t, n] * B[b, s, n]
+                    for e in range(E):
+                        acc[e] += w * _exp(AT[n, e] * dec[e])
+                d = delta[b, s]  # (E,)
+                for e in range(E):
+                    Kts[e] = acc[e] * d[e]
+
+
+def s6_kernel_compiled(delta, A, B, C) -> torch.Tensor:
+    """The S6 mixing matrix (Gu & Dao 2023, Alg. 2 unrolled), compiled, on the CPU, forward only (no gradient):
+    ``K[t, s, c] = sum_n C_{t,n} B_{s,n} Delta_{s,c} exp(A_{c,n} sum_{r=s+1}^t Delta_{r,c})`` for ``s <= t``, 0 above
+    (exact zeros); the plain twin is :func:`mambaicl.models.mamba1.s6_kernel`.
+
+    Args:
+        delta: ``(batch, L, E)``.  A: ``(E, N)``.  B, C: ``(batch, L, N)``; all CPU tensors of one dtype
+            (:data:`COMPILED_DTYPES`).
+
+    Returns:
+        ``K`` ``(batch, L, L, E)``, not attached to any graph. Above the diagonal exact zeros even where an input is
+        NaN (the plain twin's mask there multiplies by 0, which leaves a NaN); on and below it a NaN spreads as in the
+        plain twin.
+    """
+    d_ = _np(delta)
+    AT = _np(A.T)  # (N, E)
+    batch, L, E = d_.shape
+    K = np.empty((batch, L, L, E), d_.dtype)
+    _kernel(d_, AT, _np(B), _np(C), K)
+    return torch.from_numpy(K)
