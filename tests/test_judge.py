@@ -254,3 +254,18 @@ def test_no_two_standard_error_wording_in_the_book():
            if words.search(line) or short.search(line)]
     assert bad == []
 
+
+
+@pytest.mark.slow
+def test_reproduce_all_on_a_tiny_preset_skips_a_claim_its_cells_cannot_measure(tmp_path, monkeypatch, capsys):
+    """The boundary experiment's tiny preset has fewer cells than the ``breakdown`` row's criterion has parts:
+    ``reproduce --all --preset tiny`` says the row is not measured and judges the others (it ended with exit 2)."""
+    from mambaicl import __main__ as cli
+    from mambaicl.experiments import book
+
+    monkeypatch.setattr(book, "BOOK_RUNS", (book.BookRun("boundary"),))
+    out = tmp_path / "all"
+    assert cli.main(["reproduce", "--all", "--out", str(out), "--preset", "tiny", "--quiet"]) == 0
+    assert "breakdown: its rows are not measured on preset 'tiny'" in capsys.readouterr().out
+    keys = [r["key"] for r in json.loads((out / "results.json").read_text("utf-8"))]
+    assert "breakdown" not in keys and keys
