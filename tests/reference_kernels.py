@@ -82,3 +82,22 @@ def algorithm_1(model, pat, data, tasks, streams, *, steps: int, batch_size: int
         if callback is not None:
             callback(step, model)
     return model
+
+
+def three_paths(model, pr, weights) -> list:
+    """``[(F, gradients)]`` of ``model`` on the prompt batch ``pr`` by its compiled kernel, by the plain twin
+    (:func:`mambaicl.device.plain_kernels`, what a GPU runs) and by the formula on the materialised prompts
+    ``pr.P``; the gradients are those of ``sum(F * weights)`` with respect to ``model.parameters()``."""
+    params = list(model.parameters())
+    out = []
+    for make in (lambda: model(pr), lambda: _plain(model, pr), lambda: model(pr.P)):
+        F = make()
+        out.append((F, torch.autograd.grad((F * weights).sum(), params)))
+    return out
+
+
+def _plain(model, pr):
+    from mambaicl.device import plain_kernels
+
+    with plain_kernels():
+        return model(pr)

@@ -152,19 +152,12 @@ def test_pattern_sum_gradcheck():
 def test_ungated_stack_compiled_equals_its_plain_twin_and_the_prompt_tensor(kind):
     """A linear-attention stack on a prompt batch: the compiled ungated sum (pattern_sum) against the look-ups in
     PyTorch (device.plain_kernels(), what a GPU runs) and the formula on materialised prompts, values and gradients."""
-    from mambaicl.device import plain_kernels
+    from reference_kernels import three_paths
 
     pr = _prompts(3)
     stack = _perturbed(OneLayerStack(kind, DATA.d, 13, 0.3, torch_generators(range(3), "init"), dtype=torch.float64))
     weights = torch.linspace(-1, 2, 3 * 6).view(3, 6).double()
-    params = list(stack.parameters())
-    F = stack(pr)
-    g = torch.autograd.grad((F * weights).sum(), params)
-    with plain_kernels():
-        F_plain = stack(pr)
-    g_plain = torch.autograd.grad((F_plain * weights).sum(), params)
-    F_tensor = stack(pr.P)
-    g_tensor = torch.autograd.grad((F_tensor * weights).sum(), params)
+    (F, g), (F_plain, g_plain), (F_tensor, g_tensor) = three_paths(stack, pr, weights)
     for ref, ref_g in ((F_plain, g_plain), (F_tensor, g_tensor)):
         assert (F - ref).abs().max() < 1e-12
         assert all((a - b).abs().max() < 1e-11 for a, b in zip(g, ref_g))

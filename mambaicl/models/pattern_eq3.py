@@ -214,25 +214,51 @@ def _sum_forward(Q, index, coef, F):
 
 
 @njit(cache=True)
+def _scores_transpose(g_a, index, coef, s, b, gU, gQ):
+    """Add prompt ``(s, b)``'s ``dLoss/dQ`` into ``gQ`` from ``g_a = dLoss/da`` ``(L,)`` of its scores ``a_i``: the
+    look-ups' transposes (scatter-adds), through ``gU = dLoss/dU`` ``(n + 1,)``."""
+    L, K = index.shape[2], index.shape[3]
+    for a in range(gU.shape[0]):
+        gU[a] = 0.0
+    for i in range(L):
+        for k in range(K):
+            gU[index[s, b, i, k]] += g_a[i] * coef[s, b, i, k]
+    for k in range(K):  # U[a] = sum_k coef_{query,k} Q[index_{query,k}, a]
+        j = index[s, b, L - 1, k]
+        cq = coef[s, b, L - 1, k]
+        for a in range(gU.shape[0]):
+            gQ[s, j, a] += gU[a] * cq
+
+
+@njit(cache=True)
 def _sum_backward(gF, index, coef, gQ):
     """Add ``dLoss/dQ`` into ``gQ`` ``(S, n + 1, n + 1)`` from ``gF = dLoss/dF`` ``(S, B)``: ``dF/da_i = y_i``,
-    then the look-ups' transposes (scatter-adds), as :func:`_backward` does for the gated sum."""
+    then the look-ups' transposes (:func:`_scores_transpose`)."""
     S, B, L, K = index.shape
-    n1 = gQ.shape[2]
-    gU = np.empty(n1)
+    gU, g_a = np.empty(gQ.shape[2]), np.empty(L)
     for s in range(S):
         for b in range(B):
-            for a in range(n1):
-                gU[a] = 0.0
             for i in range(L):
-                g_a = gF[s, b] * coef[s, b, i, K - 1]
-                for k in range(K):
-                    gU[index[s, b, i, k]] += g_a * coef[s, b, i, k]
-            for k in range(K):
-                j = index[s, b, L - 1, k]
-                cq = coef[s, b, L - 1, k]
-                for a in range(n1):
-                    gQ[s, j, a] += gU[a] * cq
+                g_a[i] = gF[s, b] * coef[s, b, i, K - 1]
+            _scores_transpose(g_a, index, coef, s, b, gU, gQ)
+
+
+def _table_forward(ctx, kernel, Q, index, coef, shape):
+    """The forward of a look-up function of the table ``Q``: ``kernel(Q, index, coef, out)`` fills ``out`` of
+    ``shape`` (float64), returned in ``Q``'s dtype; the basis is kept for the backward."""
+    out = np.empty(shape)
+    idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
+    kernel(_np(Q).astype(np.float64, copy=False), idx, cf, out)
+    ctx.saved, ctx.shape = (idx, cf), tuple(Q.shape)
+    return torch.from_numpy(out).to(Q.dtype)
+
+
+def _table_backward(ctx, kernel, g):
+    """Its backward: ``kernel(g, index, coef, gQ)`` adds ``dLoss/dQ`` into zeros; ``(gQ, None, None)``."""
+    idx, cf = ctx.saved
+    gQ = np.zeros(ctx.shape)
+    kernel(_np(g).astype(np.float64, copy=False), idx, cf, gQ)
+    return torch.from_numpy(gQ).to(g.dtype), None, None
 
 
 class _PatternSum(torch.autograd.Function):
@@ -241,21 +267,12 @@ class _PatternSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, Q, index, coef):
-        S, B = index.shape[:2]
-        F = np.empty((S, B))
-        idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
-        _sum_forward(_np(Q).astype(np.float64, copy=False), idx, cf, F)
-        ctx.saved = (idx, cf)
-        ctx.shape = tuple(Q.shape)
-        return torch.from_numpy(F).to(Q.dtype)
+        return _table_forward(ctx, _sum_forward, Q, index, coef, tuple(index.shape[:2]))
 
     @staticmethod
     @once_differentiable
     def backward(ctx, gF):
-        idx, cf = ctx.saved
-        gQ = np.zeros(ctx.shape)
-        _sum_backward(_np(gF).astype(np.float64, copy=False), idx, cf, gQ)
-        return torch.from_numpy(gQ).to(gF.dtype), None, None
+        return _table_backward(ctx, _sum_backward, gF)
 
 
 def pattern_sum(Q: torch.Tensor, basis) -> torch.Tensor:
@@ -283,23 +300,13 @@ def _scores_forward(Q, index, coef, att):
 
 @njit(cache=True)
 def _scores_backward(g_att, index, coef, gQ):
-    """Add ``dLoss/dQ`` into ``gQ`` ``(S, n + 1, n + 1)`` from ``g_att = dLoss/datt`` ``(S, B, L)``: the look-ups'
-    transposes (scatter-adds), as :func:`_sum_backward`."""
-    S, B, L, K = index.shape
-    n1 = gQ.shape[2]
-    gU = np.empty(n1)
+    """Add ``dLoss/dQ`` into ``gQ`` ``(S, n + 1, n + 1)`` from ``g_att = dLoss/datt`` ``(S, B, L)``
+    (:func:`_scores_transpose` per prompt)."""
+    S, B = index.shape[:2]
+    gU = np.empty(gQ.shape[2])
     for s in range(S):
         for b in range(B):
-            for a in range(n1):
-                gU[a] = 0.0
-            for i in range(L):
-                for k in range(K):
-                    gU[index[s, b, i, k]] += g_att[s, b, i] * coef[s, b, i, k]
-            for k in range(K):
-                j = index[s, b, L - 1, k]
-                cq = coef[s, b, L - 1, k]
-                for a in range(n1):
-                    gQ[s, j, a] += gU[a] * cq
+            _scores_transpose(g_att[s, b], index, coef, s, b, gU, gQ)
 
 
 class _PatternScores(torch.autograd.Function):
@@ -308,20 +315,12 @@ class _PatternScores(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, Q, index, coef):
-        att = np.empty(tuple(index.shape[:3]))
-        idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
-        _scores_forward(_np(Q).astype(np.float64, copy=False), idx, cf, att)
-        ctx.saved = (idx, cf)
-        ctx.shape = tuple(Q.shape)
-        return torch.from_numpy(att).to(Q.dtype)
+        return _table_forward(ctx, _scores_forward, Q, index, coef, tuple(index.shape[:3]))
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g_att):
-        idx, cf = ctx.saved
-        gQ = np.zeros(ctx.shape)
-        _scores_backward(_np(g_att).astype(np.float64, copy=False), idx, cf, gQ)
-        return torch.from_numpy(gQ).to(g_att.dtype), None, None
+        return _table_backward(ctx, _scores_backward, g_att)
 
 
 def pattern_scores(Q: torch.Tensor, basis) -> torch.Tensor:
