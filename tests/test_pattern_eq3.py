@@ -137,17 +137,6 @@ def test_token_basis_compiled_pass_equals_its_tensor_twin():
         assert torch.equal(fast.rows, plain.rows)
 
 
-def test_pattern_sum_gradcheck():
-    """The ungated kernel's compiled backward against finite differences (float64) for the table Q."""
-    from mambaicl.models.pattern_eq3 import pattern_sum
-
-    pr = _prompts(2, batch=3)
-    b = pr.basis()
-    n1 = b.rows.shape[0] + 1
-    R = torch.randn(2, n1, n1, generator=torch.Generator().manual_seed(4), dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda R: pattern_sum(R, b), (R,))
-
-
 @pytest.mark.parametrize("kind", ["linear"])
 def test_ungated_stack_compiled_equals_its_plain_twin_and_the_prompt_tensor(kind):
     """A linear-attention stack on a prompt batch: the compiled ungated sum (pattern_sum) against the look-ups in
@@ -185,11 +174,13 @@ def test_pattern_scores_equals_its_plain_twin_and_the_prompt_tensor():
         assert (a - b).abs().max() <= 1e-11 * b.abs().max()
 
 
-def test_pattern_scores_gradcheck():
-    from mambaicl.models.pattern_eq3 import pattern_scores
+@pytest.mark.parametrize("name", ["pattern_sum", "pattern_scores"])
+def test_table_look_ups_gradcheck(name):
+    """The ungated sum's and the scores' compiled backward against finite differences (float64) for the table Q."""
+    from mambaicl.models import pattern_eq3
 
     pr = _prompts(2, batch=3)
     b = pr.basis()
     n1 = b.rows.shape[0] + 1
     R = torch.randn(2, n1, n1, generator=torch.Generator().manual_seed(4), dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda R: pattern_scores(R, b), (R,))
+    assert torch.autograd.gradcheck(lambda R: getattr(pattern_eq3, name)(R, b), (R,))

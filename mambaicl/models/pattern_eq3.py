@@ -243,43 +243,34 @@ def _sum_backward(gF, index, coef, gQ):
             _scores_transpose(g_a, index, coef, s, b, gU, gQ)
 
 
-def _table_forward(ctx, kernel, Q, index, coef, shape):
-    """The forward of a look-up function of the table ``Q``: ``kernel(Q, index, coef, out)`` fills ``out`` of
-    ``shape`` (float64), returned in ``Q``'s dtype; the basis is kept for the backward."""
-    out = np.empty(shape)
-    idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
-    kernel(_np(Q).astype(np.float64, copy=False), idx, cf, out)
-    ctx.saved, ctx.shape = (idx, cf), tuple(Q.shape)
-    return torch.from_numpy(out).to(Q.dtype)
-
-
-def _table_backward(ctx, kernel, g):
-    """Its backward: ``kernel(g, index, coef, gQ)`` adds ``dLoss/dQ`` into zeros; ``(gQ, None, None)``."""
-    idx, cf = ctx.saved
-    gQ = np.zeros(ctx.shape)
-    kernel(_np(g).astype(np.float64, copy=False), idx, cf, gQ)
-    return torch.from_numpy(gQ).to(g.dtype), None, None
-
-
-class _PatternSum(torch.autograd.Function):
-    """``F = sum_i y_i p_i^T M p_query`` from the table ``Q`` and a :class:`~mambaicl.data.TokenBasis`; see
-    :func:`pattern_sum`."""
+class _TableLookUp(torch.autograd.Function):
+    """A look-up function of the table ``Q`` ``(S, n + 1, n + 1)`` on a :class:`~mambaicl.data.TokenBasis`:
+    ``forward(Q, index, coef, out)`` fills ``out`` of ``dims`` leading axes of ``index`` (float64, returned in
+    ``Q``'s dtype); ``backward(g, index, coef, gQ)`` adds ``dLoss/dQ`` into zeros. :func:`pattern_sum` and
+    :func:`pattern_scores`."""
 
     @staticmethod
-    def forward(ctx, Q, index, coef):
-        return _table_forward(ctx, _sum_forward, Q, index, coef, tuple(index.shape[:2]))
+    def forward(ctx, Q, index, coef, forward, backward, dims):
+        out = np.empty(tuple(index.shape[:dims]))
+        idx, cf = _np(index), _np(coef).astype(np.float64, copy=False)
+        forward(_np(Q).astype(np.float64, copy=False), idx, cf, out)
+        ctx.saved, ctx.shape, ctx.kernel = (idx, cf), tuple(Q.shape), backward
+        return torch.from_numpy(out).to(Q.dtype)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, gF):
-        return _table_backward(ctx, _sum_backward, gF)
+    def backward(ctx, g):
+        idx, cf = ctx.saved
+        gQ = np.zeros(ctx.shape)
+        ctx.kernel(_np(g).astype(np.float64, copy=False), idx, cf, gQ)
+        return torch.from_numpy(gQ).to(g.dtype), None, None, None, None, None
 
 
 def pattern_sum(Q: torch.Tensor, basis) -> torch.Tensor:
     """``F(Psi; P) = sum_i y_i p_i^T M p_query`` (Eq. (3) with every gate 1: linear attention) of stacked prompts
     given in a token basis, ``(S, batch)``, on the CPU; ``Q`` ``(S, n + 1, n + 1)`` (:func:`attention_table`).
     The backward is written out: ``dF/da_i = y_i``, sent back to ``Q`` through the look-ups."""
-    return _PatternSum.apply(Q, basis.index, basis.coef)
+    return _TableLookUp.apply(Q, basis.index, basis.coef, _sum_forward, _sum_backward, 2)
 
 
 @njit(cache=True)
@@ -309,23 +300,9 @@ def _scores_backward(g_att, index, coef, gQ):
             _scores_transpose(g_att[s, b], index, coef, s, b, gU, gQ)
 
 
-class _PatternScores(torch.autograd.Function):
-    """The scores ``p_i^T M p_query`` from the table ``Q`` and a :class:`~mambaicl.data.TokenBasis`; see
-    :func:`pattern_scores`."""
-
-    @staticmethod
-    def forward(ctx, Q, index, coef):
-        return _table_forward(ctx, _scores_forward, Q, index, coef, tuple(index.shape[:3]))
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, g_att):
-        return _table_backward(ctx, _scores_backward, g_att)
-
-
 def pattern_scores(Q: torch.Tensor, basis) -> torch.Tensor:
     """``p_i^T M p_query`` for every token of stacked prompts given in a token basis, ``(S, batch, l+1)``, on the
     CPU: :func:`basis_scores` (its plain twin: PyTorch look-ups, what a GPU runs) in one compiled pass, with a
     written-out backward into ``Q`` ``(S, n + 1, n + 1)`` (:func:`attention_table`)."""
     S = basis.index.shape[0]
-    return _PatternScores.apply(Q.expand(S, -1, -1), basis.index, basis.coef)
+    return _TableLookUp.apply(Q.expand(S, -1, -1), basis.index, basis.coef, _scores_forward, _scores_backward, 3)
