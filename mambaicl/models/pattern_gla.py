@@ -17,9 +17,10 @@ Glossary (code name -> paper symbol):
 :func:`pattern_gla_sum` is ``F = sum_c (W_C p_query)_c sum_i y_i G_{i,c} (W_B p_i)_c`` (App. 12 of Li et al., 2025,
 GLA in the frame of Eq. (3); :class:`mambaicl.models.gla.GLAStack`'s ``forward`` for the families ``gla`` and
 ``gla_app12``). With the three tables every key, logit and query entry is four look-ups, so a prompt costs
-``O(l m)`` instead of the ``O(l m d)`` of its projections, and the ``(S, batch, l+1, m)`` arrays of the tensor
-formula (logits, their log-sigmoid, the reverse cumulative sum, the gates, the gated keys, and their gradients)
-are never formed: each prompt's are recomputed in a few kilobytes. The backward is written out:
+``O(l m)`` instead of the ``O(l m d)`` of its projections. Of the tensor formula's ``(S, batch, l+1, m)`` arrays
+(logits, their log-sigmoid, the reverse cumulative sum, the gates, the gated keys, and their gradients) only two
+are written, once, for the backward: the gates ``G`` and ``sigma(-x)``, so that it takes no exponential (each gate
+costs one, ``exp(-|x|)``, at ``tau = 1``); keys and logits are looked up again. The backward is written out:
 
 * ``dF/d(W_C p_query)_c = sum_i y_i G_{i,c} (W_B p_i)_c`` and ``dF/d(W_B p_i)_c = y_i G_{i,c} (W_C p_query)_c``;
 * with ``t_{i,c} = y_i G_{i,c} (W_B p_i)_c (W_C p_query)_c``: ``dF/d log alpha_{j,c} = sum_{i<j} t_{i,c}``
