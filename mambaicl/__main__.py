@@ -21,7 +21,9 @@ measurements (timings) run first, alone; the bytes written are the same as with 
 the same command gives the same bytes. ``--seed N`` runs one seed (for ``fig2``, ``artifacts.pt``
 then holds one parameter dict per model, the first release's layout); ``--seeds`` runs several
 as one batch (lists in ``seeds`` order); ``--threads N`` sets torch's thread count (default 1; the
-results do not depend on it: MKL's products stay on one thread, :func:`mambaicl.device.set_threads`). The output folder is replaced as a whole, both files together
+results do not depend on it: MKL's products stay on one thread, :func:`mambaicl.device.set_threads`, and the gate
+read-outs take their exponential in slices PyTorch does not split, :func:`mambaicl.device.serial_elementwise`; tested
+on every ``tiny`` preset). The output folder is replaced as a whole, both files together
 (:func:`mambaicl.io.write_outputs`).
 
 Errors: bad input (a :class:`~mambaicl.config.ConfigError`, a missing file, a folder that cannot be

@@ -10,7 +10,11 @@ a CPU, so that the tests exercise what a GPU runs without a GPU.
 changes speed only, never a bit: MKL's matrix products split their sums across threads, and on some of
 its code paths (its AVX2 branch, the one AMD CPUs and ``MKL_CBWR=AVX2`` take) a product at two threads
 differs in its last bit from the same product at one. So the calling thread's MKL calls stay at one
-thread (MKL's thread-local setting) while PyTorch's own parallel loops take ``n``.
+thread (MKL's thread-local setting) while PyTorch's own parallel loops take ``n``. MKL's vector math (``exp``,
+``log``, ... of a CPU tensor: PyTorch calls MKL's VML on each slice of its parallel loop) is the other place where
+MKL runs inside PyTorch's threads; on some CPUs the slice computed on the calling thread inside that loop comes back
+with different bits (seen on CI: ``exp`` of a ``(20, 64, 21)`` gate read-out at two threads, the first half of the
+seeds ~1e-9 off). :func:`serial_elementwise` applies such an operation in slices PyTorch never splits.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import torch
 
 from .checks import check_int
 
-__all__ = ["default_device", "use_compiled", "plain_kernels", "set_threads"]
+__all__ = ["default_device", "use_compiled", "plain_kernels", "set_threads", "serial_elementwise", "VML_GRAIN"]
 
 _state = threading.local()
 
@@ -83,3 +87,19 @@ def set_threads(n: int) -> None:
         # so that the one-thread setting below is not undone by the experiment's first large tensor
         torch.ones(1 << 16).add_(1)
         fn(1)
+
+
+#: PyTorch's grain for its MKL vector-math loops (``exp``, ``log``, ``log1p``, ``sqrt``, ``tanh``, ...; ATen's
+#: ``UnaryOpsKernel``): a CPU tensor of at most this many elements is computed in one call on the calling thread
+VML_GRAIN = 2048
+
+
+def serial_elementwise(op, x: torch.Tensor, chunk: int = VML_GRAIN // 2) -> torch.Tensor:
+    """``op(x)`` for an elementwise ``op`` (``torch.exp``, ...), computed on a CPU tensor in slices of at most
+    ``chunk`` elements, whatever the thread count, so that no slice is cut by PyTorch's parallel loop: the same
+    calls, hence the same bits, at any ``--threads`` (see the module docstring). Differentiable (slices and a
+    concatenation); on other devices simply ``op(x)``."""
+    if x.device.type != "cpu" or x.numel() <= chunk:
+        return op(x)
+    flat = x.reshape(-1)
+    return torch.cat([op(part) for part in flat.split(chunk)]).view(x.shape)

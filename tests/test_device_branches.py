@@ -193,3 +193,50 @@ def test_set_threads_rejects_a_count_below_one():
     with pytest.raises(ConfigError, match=r"threads must be an integer in \[1, inf\]"):
         set_threads(0)
     assert torch.get_num_threads() == previous
+
+
+def test_serial_elementwise_gives_the_op_bit_for_bit_with_its_gradient():
+    """``serial_elementwise(torch.exp, x)``: the values and the gradient of ``torch.exp(x)`` (MKL's vector math is the
+    same per element on any slice here), any shape, non-contiguous input included; one call below the chunk."""
+    from mambaicl.device import serial_elementwise
+
+    g = torch.Generator().manual_seed(3)
+    for shape in [(7,), (20, 64, 21), (5000,), (33, 17, 9)]:
+        x = (-8 * torch.rand(*shape, generator=g, dtype=torch.float64)).requires_grad_()
+        for inp in (x, x.transpose(0, -1) if x.dim() > 1 else x):
+            y = serial_elementwise(torch.exp, inp)
+            assert y.shape == inp.shape and torch.equal(y, torch.exp(inp))
+            (gx,) = torch.autograd.grad((y * y).sum(), x)
+            (ref,) = torch.autograd.grad((torch.exp(inp) ** 2).sum(), x)
+            assert torch.equal(gx, ref)
+
+
+def test_a_gate_read_out_never_hands_pytorch_a_splittable_exp():
+    """The gate read-out (``gate_from_logits``, the gates experiment's and the lemmas' probes) calls ``exp`` only on
+    slices of at most :data:`mambaicl.device.VML_GRAIN` elements at two threads: PyTorch runs each in one MKL call on
+    the calling thread. (A whole ``(20, 64, 21)`` read-out was cut in two by PyTorch's loop, and on CI's CPU the half
+    computed inside the loop by the calling thread came back ~1e-9 off: the gates tiny preset wrote other bytes.)"""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from mambaicl.device import VML_GRAIN
+    from mambaicl.models.gated_attention import gate_from_logits, log_gate
+
+    sizes = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.__name__.split(".")[0] in ("exp", "exp_"):
+                sizes.append(args[0].numel())
+            return func(*args, **(kwargs or {}))
+
+    logits = torch.randn(20, 64, 21, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with Record():
+            G = gate_from_logits(logits)
+    finally:
+        torch.set_num_threads(previous)
+    assert sizes and max(sizes) <= VML_GRAIN and sum(sizes) == logits.numel()
+    F_ = torch.nn.functional
+    assert torch.equal(G, torch.exp(log_gate(F_.logsigmoid(logits), F_.logsigmoid(-logits))))  # the same bits here

@@ -35,7 +35,7 @@ from numba import njit
 from torch.autograd.function import once_differentiable
 
 from ..config import ConfigError
-from ..device import use_compiled
+from ..device import serial_elementwise, use_compiled
 from .kernels import scores, suffix_after, suffix_sum
 
 __all__ = [
@@ -113,9 +113,11 @@ def log_gate(log_sig: torch.Tensor, log_keep: torch.Tensor, dim: int = -1) -> to
 def gate_from_logits(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """``G_i = sigma(x_i) prod_{j>i} (1 - sigma(x_j))`` from logits ``x`` along axis ``dim`` (default: the last).
 
-    In log space with one reverse cumulative sum, O(L), any shape; ``log(1 - sigma(x)) = log sigma(-x)``.
+    In log space with one reverse cumulative sum, O(L), any shape; ``log(1 - sigma(x)) = log sigma(-x)``. The
+    exponential is taken in slices PyTorch does not split across threads (:func:`mambaicl.device.serial_elementwise`):
+    a gate read-out is the same bits at any thread count.
     """
-    return torch.exp(log_gate(F_.logsigmoid(logits), F_.logsigmoid(-logits), dim))
+    return serial_elementwise(torch.exp, log_gate(F_.logsigmoid(logits), F_.logsigmoid(-logits), dim))
 
 
 def gate_values(P: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
