@@ -162,3 +162,15 @@ def test_fast_scan_checks_dtype_and_device():
         selective_scan_s6(x, delta.float(), A, B, C, D)
     with pytest.raises(ConfigError, match=r"^selective_scan_s6: B is torch.float32 on cpu but x is torch.float64 on cpu; every input must share"):
         selective_scan_s6(x, delta, A, B.float(), C, D)
+
+
+def test_exercise_3_calls_a_trend_only_where_the_ratios_differ_by_a_tenth():
+    """The appendix's sentence follows the ratios it prints: a trend only where the largest batch's ratio differs
+    from the smallest's by ``TREND_FACTOR`` (3.3 / 3.1 / 3.3 is no trend)."""
+    from mambaicl.experiments.timing import TREND_FACTOR, batch_trend_words
+
+    assert TREND_FACTOR == 1.1
+    assert batch_trend_words({16: 2.0, 64: 2.6, 256: 3.5}).startswith("the advantage shrinks towards small batches")
+    assert batch_trend_words({16: 3.5, 64: 3.3, 256: 2.0}).startswith("the advantage shrinks as the batch grows")
+    for ratios in ({16: 3.26, 64: 3.1, 256: 3.31}, {16: 3.3, 64: 3.3, 256: 3.0}):
+        assert batch_trend_words(ratios).startswith("the ratio is about the same")
