@@ -220,8 +220,9 @@ TREND_FACTOR = 1.1
 
 def batch_trend_words(ratios: dict) -> str:
     """Where the fast scan's advantage shrinks, in words, from the plain loop's ratio at each batch size (ascending):
-    a trend only where the largest batch's ratio differs from the smallest's by :data:`TREND_FACTOR` or more."""
-    first, last = ratios[min(ratios)], ratios[max(ratios)]
+    a trend only where the largest batch's ratio differs from the smallest's by :data:`TREND_FACTOR` or more, both
+    read as printed (one decimal), so that the sentence follows the digits beside it."""
+    first, last = round(ratios[min(ratios)], 1), round(ratios[max(ratios)], 1)
     if last >= TREND_FACTOR * first:
         return ("the advantage shrinks towards small batches, where the shared parts of the step and the fixed "
                 "overheads dominate; the stored states, which grow with the batch, are what the fast scan saves most")
