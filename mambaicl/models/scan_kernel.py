@@ -17,26 +17,21 @@ signature of :func:`mambaicl.models.scan.selective_scan_heads` ``(u, W_B, W_C, W
 :func:`selective_scan_heads_fused_stacked` runs the rows of every member of a
 :class:`mambaicl.models.deep_stack.StackedDeepModel` in one call. Each is one node of the autograd graph:
 
-* PyTorch: the three projections (one batched matrix product; in the backward two more, for the weights and for
-  ``u``);
-* Numba, one pass each way over the ``(row, head)`` pairs (:func:`_forward`, :func:`_backward`): the gates
-  ``sigma(x)``, ``sigma(-x)`` of the logits (:func:`_gates`, both from one ``exp(-|x|)``: 0 or 1 at saturation, never
-  a NaN), the scores ``q_t . k_s`` (:func:`_scores`), the causal gated sum (:func:`_gated_sum`) and, in the backward,
-  its gradient (:func:`_pairs`), the logits' gradient (:func:`_logit_grads`) and the keys' and queries' gradients
-  from ``dLoss/dscores`` (:func:`_key_query_grads`) written into the projections' gradient. The backward recomputes
-  the gates and scores from the saved projections (cheaper than keeping them). Every gate is a running product of
-  numbers in ``[0, 1]`` taken from ``t`` down to ``s`` (no exponent of a positive number, no division), so saturated
-  gates (``|w^T u|`` in the hundreds, as after training) stay exact where the factored form had to fall back. The
-  arithmetic is in the input's dtype (float32 loops for the float32 models, float64 for the float64 tests),
-  elementwise loops over contiguous channels in a fixed order; the two reductions over a row, the scores and
-  ``dLoss/dscores``, are compiled with reassociation (:func:`_dot`), so their last bit may differ between CPUs of
-  different vector widths (as MKL's products do); on one machine every run gives the same bytes. Each ``(row,
-  head)`` runs through small compiled functions whose loops each read few arrays: one function holding every loop
-  compiled them several times slower.
+* PyTorch: the three projections (one batched matrix product; their backward two more), the gates ``sigma(x)`` and
+  ``sigma(-x)`` (``torch.sigmoid``: exactly 0 or 1 at saturation, never a NaN), the scores ``q_t . k_s`` and, in the
+  backward, ``dLoss/dW_C u_t``, ``dLoss/dW_B u_s`` from ``dLoss/dscores`` (batched products);
+* Numba: the causal gated sum (:func:`_forward`) and its backward (:func:`_backward`, per row and head :func:`_pairs`
+  and :func:`_logit_grads`). Every gate is a running product
+  of numbers in ``[0, 1]`` taken from ``t`` down to ``s`` (no exponent of a positive number, no division), so
+  saturated gates (``|w^T u|`` in the hundreds, as after training) stay exact where the factored form had to fall
+  back. The arithmetic is in the input's dtype (float32 loops for the float32 models, float64 for the float64
+  tests), elementwise loops over contiguous channels in a fixed order; the one reduction over channels,
+  ``dLoss/dscores``, is compiled with reassociation (:func:`_dot`), so its last bit may differ between CPUs of
+  different vector widths (as MKL's products do); on one machine every run gives the same bytes.
 
 With ``last_only`` (a stack's last layer, whose output the readout reads at the last token only) the forward
-computes query row ``L - 1`` alone -- that row of the full output, bit for bit -- and the backward runs that row
-alone.
+computes query row ``L - 1`` alone -- that row of the full output, up to the last bit of its scores' matrix product --
+and the backward runs that row alone.
 
 The backward, for ``T[t, s, c] = g_o[t, c] scores[t, s] P[t, s, c] sigma_s u_s`` (``g_o = dLoss/do``):
 
@@ -60,8 +55,6 @@ import numpy as np
 import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
-
-from .s6_numba import _exp
 
 __all__ = ["selective_scan_heads_fused", "selective_scan_heads_fused_stacked", "rms_norm_fused"]
 
@@ -96,15 +89,37 @@ def _sum8_in(x, zero):
     return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
 
 
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().contiguous().numpy()
+@njit(cache=True, error_model="numpy")
+def _forward(u, sig, f, sc_all, t0, o):
+    """Fill ``o`` ``(batch, L - t0, H, D)`` (the query rows ``t >= t0``) from ``u`` ``(batch, L, D)``, the gates ``sig``,
+    ``f`` ``(batch, L, H, D)`` and the scores ``sc`` ``(batch, H, L - t0, L)`` (row ``t - t0`` is query ``t``).
 
-
-def _weights_stacked(W_B, W_C, W) -> torch.Tensor:
-    """``[W | W_B^T | W_C^T]`` of every head side by side, for every member: ``(S, D, H (D + 2m))``, the one projection
-    matrix of each member."""
-    S, H, D = W.shape[:3]
-    return torch.cat([W, W_B.transpose(2, 3), W_C.transpose(2, 3)], dim=3).permute(0, 2, 1, 3).reshape(S, D, -1)
+    Row ``t``: ``s`` runs from ``t`` down, ``P *= f[s + 1]`` and ``o_t += scores[t, s] (P v_s)``, every channel at once
+    (one store per inner loop, so that each vectorises)."""
+    B, L, H, D = sig.shape
+    dt = u.dtype  # every array in the input's dtype: float32 loops run twice as many channels per vector
+    P = np.empty(D, dt)
+    acc = np.empty(D, dt)
+    v = np.empty((L, D), dt)
+    for b in range(B):
+        for h in range(H):
+            sc = sc_all[b, h]
+            for s in range(L):
+                for c in range(D):
+                    v[s, c] = sig[b, s, h, c] * u[b, s, c]
+            for t in range(t0, L):
+                for c in range(D):
+                    P[c] = 1.0
+                    acc[c] = 0.0
+                for s in range(t, -1, -1):  # G[t, s] = P * sigma_s, P = prod_{r=s+1}^{t} f_r
+                    if s < t:
+                        for c in range(D):
+                            P[c] *= f[b, s + 1, h, c]
+                    w = sc[t - t0, s]
+                    for c in range(D):
+                        acc[c] += w * (P[c] * v[s, c])
+                for c in range(D):
+                    o[b, t - t0, h, c] = acc[c]
 
 
 @njit(cache=True, fastmath={"reassoc", "nsz"}, error_model="numpy")
@@ -120,98 +135,19 @@ def _dot(x, y, zero):
 
 
 @njit(cache=True, error_model="numpy")
-def _gates(proj, u, b, h, sig, f, v, one, zero, tiny):
-    """Row ``b``, head ``h``: the gates ``sig = sigma(x)``, ``f = sigma(-x)`` of the logits ``x = proj[b, :, h, :D]`` and
-    the values ``v = sig u`` (each ``(L, D)``). Both gates from one ``e = exp(-|x|)`` (:func:`mambaicl.models.s6_numba._exp`,
-    within 1 ulp): ``1 / (1 + e)`` and ``e / (1 + e)``, which is which by the sign of ``x``. An ``e`` below ``tiny``
-    (the dtype's smallest normal number: ``|x| > 87`` in float32) is taken as 0, so that a saturated gate is exactly
-    1 or 0, as ``torch.sigmoid`` gives beyond ``|x| = 89``, never a subnormal (whose arithmetic is slow on x86 CPUs) and
-    never a NaN."""
-    L, D = sig.shape
-    for s in range(L):
-        for c in range(D):
-            x = proj[b, s, h, c]
-            e = _exp(-abs(x))
-            e = e if e >= tiny else zero
-            r = one / (one + e)
-            q = e * r
-            pos = x >= zero
-            sig[s, c] = r if pos else q
-            f[s, c] = q if pos else r
-        for c in range(D):
-            v[s, c] = sig[s, c] * u[b, s, c]
-
-
-@njit(cache=True, error_model="numpy")
-def _scores(proj, b, h, t0, D, K, Qr, sc, zero):
-    """Row ``b``, head ``h``: the keys ``K`` ``(L, m)`` and the queries of the rows ``t >= t0``, ``Qr`` ``(L - t0, m)``
-    (copied out of ``proj``), and the scores ``sc[t - t0, s] = q_t . k_s`` for ``s <= t`` (:func:`_dot`)."""
-    L, m = K.shape
-    for s in range(L):
-        for k in range(m):
-            K[s, k] = proj[b, s, h, D + k]
-    for t in range(t0, L):
-        for k in range(m):
-            Qr[t - t0, k] = proj[b, t, h, D + m + k]
-    for t in range(t0, L):
-        for s in range(t + 1):
-            sc[t - t0, s] = _dot(Qr[t - t0], K[s], zero)
-
-
-@njit(cache=True, error_model="numpy")
-def _gated_sum(f, v, sc, t0, P, acc, o, b, h):
-    """Eq. (1) unrolled for row ``b``, head ``h``: ``o[b, t - t0, h] = sum_{s<=t} scores[t, s] (P v_s)`` for the query
-    rows ``t >= t0``, ``s`` running from ``t`` down with ``P = prod_{r=s+1}^{t} f_r`` (``P *= f[s + 1]``), every channel
-    at once (one store per inner loop, so that each vectorises)."""
-    L, D = v.shape
-    for t in range(t0, L):
-        for c in range(D):
-            P[c] = 1.0
-            acc[c] = 0.0
-        for s in range(t, -1, -1):  # G[t, s] = P * sigma_s, P = prod_{r=s+1}^{t} f_r
-            if s < t:
-                for c in range(D):
-                    P[c] *= f[s + 1, c]
-            w = sc[t - t0, s]
-            for c in range(D):
-                acc[c] += w * (P[c] * v[s, c])
-        for c in range(D):
-            o[b, t - t0, h, c] = acc[c]
-
-
-@njit(cache=True, error_model="numpy")
-def _forward(proj, u, t0, o):
-    """Fill ``o`` ``(batch, L - t0, H, D)`` (the query rows ``t >= t0``) from the projections ``proj``
-    ``(batch, L, H, D + 2m)`` and ``u`` ``(batch, L, D)``: per row and head :func:`_gates`, :func:`_scores`,
-    :func:`_gated_sum`."""
-    N, L, H, E = proj.shape
-    D = u.shape[2]
-    m = (E - D) // 2
-    dt = u.dtype  # every array in the input's dtype: float32 loops run twice as many channels per vector
-    zero, one, tiny = np.zeros(1, dt)[0], np.ones(1, dt)[0], np.full(1, np.finfo(dt).tiny, dt)[0]
-    sig, f, v = np.empty((L, D), dt), np.empty((L, D), dt), np.empty((L, D), dt)
-    K, Qr, sc = np.empty((L, m), dt), np.empty((L, m), dt), np.empty((L, L), dt)
-    P, acc = np.empty(D, dt), np.empty(D, dt)
-    for b in range(N):
-        for h in range(H):
-            _gates(proj, u, b, h, sig, f, v, one, zero, tiny)
-            _scores(proj, b, h, t0, D, K, Qr, sc, zero)
-            _gated_sum(f, v, sc, t0, P, acc, o, b, h)
-
-
-@njit(cache=True, error_model="numpy")
 def _pairs(g_o, f, sc, g_sc, v, gv, Q, t0, b, h, zero):
-    """Row ``b``, head ``h``: for each query row ``t >= t0``, ``s`` running from ``t`` down with ``Q = g_o[t] P``
-    (``Q *= f[s + 1]``): ``dLoss/dv_s += scores[t, s] Q`` into ``gv`` ``(L, D)`` and ``dLoss/dscores[t, s] = sum(Q v_s)``
-    (:func:`_dot`) into ``g_sc`` ``(L - t0, L)``."""
+    """One ``(row b, head h)`` of :func:`_backward`: ``dLoss/dv`` into ``gv`` ``(L, D)`` and ``dLoss/dscores`` into
+    ``g_sc`` ``(L - t0, L)`` (0 above the diagonal), every query row ``t >= t0`` with ``s`` running from ``t`` down."""
     L, D = v.shape
     for t in range(t0, L):
         for c in range(D):
             Q[c] = g_o[b, t - t0, h, c]
+        for s in range(L - 1, t, -1):
+            g_sc[t - t0, s] = 0.0
         for s in range(t, -1, -1):
             if s < t:
                 for c in range(D):
-                    Q[c] *= f[s + 1, c]
+                    Q[c] *= f[b, s + 1, h, c]
             w = sc[t - t0, s]
             for c in range(D):
                 gv[s, c] += w * Q[c]
@@ -220,9 +156,9 @@ def _pairs(g_o, f, sc, g_sc, v, gv, Q, t0, b, h, zero):
 
 @njit(cache=True, error_model="numpy")
 def _logit_grads(g_o, o, sig, f, v, gv, cum, g_proj, gu, t0, b, h):
-    """Row ``b``, head ``h``: ``dLoss/d(w_c^T u_r) = dLoss/dv_r v_r f_r - sigma_r A[r]`` into the first ``D`` channels of
-    ``g_proj[b, :, h]``, ``r`` running down with ``A[r] = sum_{j>=r} (g_o[j] o_j - dLoss/dv_j v_j)`` in ``cum``
-    (``A[0] = 0``), and the values' part of ``dLoss/du``, ``dLoss/dv sigma``, added to ``gu`` ``(L, D)``."""
+    """One ``(row b, head h)`` of :func:`_backward`: ``dLoss/d(w_c^T u_r)`` into the first ``D`` channels of
+    ``g_proj[b, :, h]`` (``A[r]`` in ``cum``, ``r`` running down) and the values' part of ``dLoss/du`` added to ``gu``.
+    Each loop reads few arrays besides the one it writes (a loop reading more compiled several times slower)."""
     L, D = v.shape
     for s in range(L):
         for c in range(D):
@@ -236,115 +172,120 @@ def _logit_grads(g_o, o, sig, f, v, gv, cum, g_proj, gu, t0, b, h):
         for c in range(D):
             cum[c] -= g_proj[b, r, h, c]
         for c in range(D):
-            g_proj[b, r, h, c] = g_proj[b, r, h, c] * f[r, c] - sig[r, c] * cum[c]
+            g_proj[b, r, h, c] = g_proj[b, r, h, c] * f[b, r, h, c] - sig[b, r, h, c] * cum[c]
     for c in range(D):
-        g_proj[b, 0, h, c] = g_proj[b, 0, h, c] * f[0, c]
+        g_proj[b, 0, h, c] = g_proj[b, 0, h, c] * f[b, 0, h, c]
     for s in range(L):
         for c in range(D):
-            gu[s, c] += gv[s, c] * sig[s, c]
+            gu[s, c] += gv[s, c] * sig[b, s, h, c]
 
 
 @njit(cache=True, error_model="numpy")
-def _key_query_grads(g_sc, K, Qr, t0, gk, gq, g_proj, b, h, D):
-    """Row ``b``, head ``h``, from ``dLoss/dscores`` ``g_sc`` (read for ``s <= t``): ``dLoss/d(W_B u_s) =
-    sum_{t>=s} g_sc[t, s] q_t`` and ``dLoss/d(W_C u_t) = sum_{s<=t} g_sc[t, s] k_s`` (0 for the rows ``t < t0``,
-    whose queries were not asked for) into the keys' and queries' channels of ``g_proj[b, :, h]``."""
-    L, m = K.shape
-    for s in range(L):
-        for k in range(m):
-            gk[s, k] = 0.0
-    for t in range(t0):
-        for k in range(m):
-            g_proj[b, t, h, D + m + k] = 0.0
-    for t in range(t0, L):
-        for k in range(m):
-            gq[k] = 0.0
-        for s in range(t + 1):
-            w = g_sc[t - t0, s]
-            for k in range(m):
-                gq[k] += w * K[s, k]
-            for k in range(m):
-                gk[s, k] += w * Qr[t - t0, k]
-        for k in range(m):
-            g_proj[b, t, h, D + m + k] = gq[k]
-    for s in range(L):
-        for k in range(m):
-            g_proj[b, s, h, D + k] = gk[s, k]
+def _backward(g_o, o, u, sig, f, sc_all, t0, g_u, g_proj, g_sc_all):
+    """From ``g_o = dLoss/do`` and the forward's ``o``, both ``(batch, L - t0, H, D)`` (the query rows ``t >= t0``):
+    ``g_u`` ``(batch, L, D)`` (the values' part, summed over heads), ``g_x = dLoss/d(w_c^T u_s)`` into the first ``D``
+    channels of ``g_proj`` ``(batch, L, H, E)`` and ``g_sc = dLoss/dscores`` ``(batch, H, L - t0, L)`` (0 above the
+    diagonal).
 
-
-@njit(cache=True, error_model="numpy")
-def _backward(g_o, o, proj, u, t0, g_u, g_proj):
-    """From ``g_o = dLoss/do`` and the forward's ``o``, both ``(batch, L - t0, H, D)`` (the query rows ``t >= t0``), and
-    the forward's ``proj`` and ``u``: ``g_proj = dLoss/dproj`` ``(batch, L, H, D + 2m)`` and ``g_u`` ``(batch, L, D)``
-    (the values' part of ``dLoss/du``, summed over heads). Per row and head the gates and scores again
-    (:func:`_gates`, :func:`_scores`), then :func:`_pairs`, :func:`_logit_grads`, :func:`_key_query_grads`."""
-    N, L, H, E = proj.shape
-    D = u.shape[2]
-    m = (E - D) // 2
+    Per ``(b, h)``: :func:`_pairs` (row ``t``: ``s`` runs from ``t`` down with ``Q = g_o[t] P`` (``Q *= f[s + 1]``):
+    ``dLoss/dv_s += scores[t, s] Q`` and ``dLoss/dscores[t, s] = sum(Q v_s)`` (:func:`_dot`)), then
+    :func:`_logit_grads` (``r`` running down, ``A[r] = sum_{t>=r} sum_{s<r} T[t, s] = sum_{j>=r} (g_o[j] o[j] -
+    dLoss/dv_j v_j)``: all of row ``t``'s terms, less those with ``s >= r``, whose products do not hold ``f_r``;
+    ``A[0] = 0``). Small compiled functions per ``(b, h)``, each loop reading few arrays: the same arithmetic in one
+    function holding every loop ran about a tenth slower (the bits are the same)."""
+    B, L, H, D = sig.shape
     dt = u.dtype
-    zero, one, tiny = np.zeros(1, dt)[0], np.ones(1, dt)[0], np.full(1, np.finfo(dt).tiny, dt)[0]
-    sig, f, v = np.empty((L, D), dt), np.empty((L, D), dt), np.empty((L, D), dt)
-    gv, gu = np.empty((L, D), dt), np.empty((L, D), dt)  # dLoss/dv, dLoss/du
-    K, Qr, gk = np.empty((L, m), dt), np.empty((L, m), dt), np.empty((L, m), dt)
-    gq = np.empty(m, dt)
-    sc, g_sc = np.empty((L, L), dt), np.empty((L, L), dt)
-    Q, cum = np.empty(D, dt), np.empty(D, dt)
-    for b in range(N):
+    Q = np.empty(D, dt)
+    cum = np.empty(D, dt)
+    v = np.empty((L, D), dt)
+    gv = np.empty((L, D), dt)  # dLoss/dv
+    gu = np.empty((L, D), dt)
+    zero = np.zeros(1, dt)[0]
+    for b in range(B):
         for s in range(L):
             for c in range(D):
                 gu[s, c] = 0.0
         for h in range(H):
-            _gates(proj, u, b, h, sig, f, v, one, zero, tiny)
-            _scores(proj, b, h, t0, D, K, Qr, sc, zero)
             for s in range(L):
                 for c in range(D):
+                    v[s, c] = sig[b, s, h, c] * u[b, s, c]
+                for c in range(D):
                     gv[s, c] = 0.0
-            _pairs(g_o, f, sc, g_sc, v, gv, Q, t0, b, h, zero)
+            _pairs(g_o, f, sc_all[b, h], g_sc_all[b, h], v, gv, Q, t0, b, h, zero)
             _logit_grads(g_o, o, sig, f, v, gv, cum, g_proj, gu, t0, b, h)
-            _key_query_grads(g_sc, K, Qr, t0, gk, gq, g_proj, b, h, D)
         for s in range(L):
             for c in range(D):
                 g_u[b, s, c] = gu[s, c]
 
 
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().contiguous().numpy()
+
+
+def _weights_stacked(W_B, W_C, W) -> torch.Tensor:
+    """``[W | W_B^T | W_C^T]`` of every head side by side, for every member: ``(S, D, H (D + 2m))``, the one projection
+    matrix of each member."""
+    S, H, D = W.shape[:3]
+    return torch.cat([W, W_B.transpose(2, 3), W_C.transpose(2, 3)], dim=3).permute(0, 2, 1, 3).reshape(S, D, -1)
+
+
+def _gates_scores(proj: torch.Tensor, D: int, m: int, t0: int):
+    """From ``proj`` ``(N, L, H, D + 2m)``: the gates ``sigma(x)``, ``sigma(-x)`` of the logits ``x`` ``(N, L, H, D)``
+    (PyTorch's sigmoid, exact at saturation: 0 or 1, never a NaN), the keys ``(N, H, L, m)``, the queries of the rows
+    ``t >= t0`` ``(N, H, L - t0, m)`` and their scores ``q_t . k_s`` ``(N, H, L - t0, L)`` (one batched product)."""
+    N, L, H, _ = proj.shape
+    logits = proj[..., :D]  # (N, L, H, D)
+    sig = torch.sigmoid(logits, out=proj.new_empty((N, L, H, D)))
+    f = torch.neg(logits, out=proj.new_empty((N, L, H, D)))
+    torch.sigmoid(f, out=f)
+    keys = proj[..., D:D + m].transpose(1, 2)  # (N, H, L, m)
+    queries = proj[:, t0:, :, D + m:].transpose(1, 2)  # (N, H, L - t0, m)
+    sc = torch.matmul(queries, keys.transpose(2, 3)).contiguous()  # (N, H, L - t0, L); read for s <= t only
+    return sig, f, keys, queries, sc
+
+
 class _FusedScanStacked(torch.autograd.Function):
     """``o`` ``(S, batch, L, H, D)`` from ``u`` ``(S, batch, L, D)``, ``W_B``, ``W_C`` ``(S, H, m, D)``, ``W``
     ``(S, H, D, D)``; see :func:`selective_scan_heads_fused_stacked`. One node of the autograd graph: the projections
-    (one batched matrix product, member ``k``'s rows by member ``k``'s matrix; their backward two more) are PyTorch,
-    the rest one Numba pass each way over the ``S batch`` rows (:func:`_forward`, :func:`_backward`), in the
-    tensors' own dtype (float32 or float64). Saved for the backward: ``u``, the weights, the projections and the
-    output. ``last_only``: the output of the last token only, ``(S, batch, 1, H, D)``."""
+    (one batched matrix product, member ``k``'s rows by member ``k``'s matrix), the gates and the scores are PyTorch
+    (their backward too), the causal gated sum and its backward two Numba loops over the ``S batch`` rows, in the
+    tensors' own dtype (float32 or float64). ``last_only``: the output of the last token only, ``(S, batch, 1, H, D)``."""
 
     @staticmethod
     def forward(ctx, u, W_B, W_C, W, last_only):
         S, B, L, D = u.shape
         H, m = W_B.shape[1:3]
         t0 = L - 1 if last_only else 0
-        N, E = S * B, D + 2 * m
         weights = _weights_stacked(W_B, W_C, W).to(u.dtype)  # (S, D, H (D + 2m))
-        proj = torch.bmm(u.reshape(S, B * L, D), weights)  # (S, B L, H (D + 2m))
-        u_ = _np(u.reshape(N, L, D))
-        o = np.empty((N, L - t0, H, D), dtype=u_.dtype)
-        _forward(_np(proj).reshape(N, L, H, E), u_, t0, o)
+        proj = torch.bmm(u.reshape(S, B * L, D), weights).view(S * B, L, H, D + 2 * m)
+        sig, f, keys, queries, sc = _gates_scores(proj, D, m, t0)
+        u_ = _np(u.reshape(S * B, L, D))
+        o = np.empty((S * B, L - t0, H, D), dtype=u_.dtype)
+        _forward(u_, sig.numpy(), f.numpy(), sc.numpy(), t0, o)
         out = torch.from_numpy(o)
         # the output too: its backward reads it (an in-place change is caught)
-        ctx.save_for_backward(u, weights, proj, out)
+        ctx.save_for_backward(u, weights, out, sig, f, keys, queries, sc)
         ctx.m, ctx.t0, ctx.w_dtype = m, t0, W.dtype
         return out.view(S, B, L - t0, H, D)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g_o):
-        u, weights, proj, out = ctx.saved_tensors
+        u, weights, out, sig, f, keys, queries, sc = ctx.saved_tensors
         S, B, L, D = u.shape
+        N, H = S * B, sig.shape[2]
         m, t0 = ctx.m, ctx.t0
-        N, E = S * B, D + 2 * m
-        H = weights.shape[2] // E
+        E = D + 2 * m
         u_ = _np(u.reshape(N, L, D))
-        g_u, g_p = np.empty_like(u_), np.empty((N, L, H, E), u_.dtype)
-        _backward(_np(g_o.to(u.dtype).reshape(N, L - t0, H, D)), _np(out), _np(proj).reshape(N, L, H, E), u_, t0,
-                  g_u, g_p)
-        g_proj = torch.from_numpy(g_p).view(S, B * L, H * E)
+        g_u, g_p, g_sc = np.empty_like(u_), np.empty((N, L, H, E), u_.dtype), np.empty((N, H, L - t0, L), u_.dtype)
+        _backward(_np(g_o.to(u.dtype).reshape(N, L - t0, H, D)), _np(out), u_, sig.numpy(), f.numpy(), sc.numpy(),
+                  t0, g_u, g_p, g_sc)
+        g_sc = torch.from_numpy(g_sc)  # (N, H, L - t0, L), 0 above the diagonal
+        g_proj = torch.from_numpy(g_p)  # the logits' part filled; keys and queries from g_sc:
+        g_proj[..., D:D + m] = torch.matmul(g_sc.transpose(2, 3), queries).transpose(1, 2)  # keys
+        g_proj[:, :t0, :, D + m:] = 0.0  # queries that were not asked for
+        g_proj[:, t0:, :, D + m:] = torch.matmul(g_sc, keys).transpose(1, 2)
+        g_proj = g_proj.view(S, B * L, H * E)
         g_weights = torch.bmm(u.reshape(S, B * L, D).transpose(1, 2), g_proj).view(S, D, H, E).permute(0, 2, 1, 3)
         g_u = torch.from_numpy(g_u).view(S, B * L, D).baddbmm_(g_proj, weights.transpose(1, 2)).view(S, B, L, D)
         g_W, g_W_B, g_W_C = (g.contiguous().to(ctx.w_dtype) for g in (
@@ -372,8 +313,8 @@ def selective_scan_heads_fused_stacked(u, W_B, W_C, W, last_only: bool = False) 
     Args:
         u: ``(S, batch, L, D)``.  W_B, W_C: ``(S, H, m, D)``.  W: ``(S, H, D, D)``.
         last_only: compute the output of the last token only (what a stack's last layer feeds the readout): the
-            last row of the output with ``False`` (bit for bit), without the other rows' work, forward and
-            backward.
+            last row of the output with ``False`` (up to the last bit of its scores' matrix product), without the
+            other rows' work, forward and backward.
 
     Returns:
         ``o`` ``(S, batch, L, H, D)`` (token-major: the layout the heads' combination reads); ``(S, batch, 1, H, D)``
