@@ -174,5 +174,5 @@ def test_exercise_3_calls_a_trend_only_where_the_ratios_differ_by_a_tenth():
     # read as printed: 3.24 and 3.56 print as 3.2 and 3.6, a tenth apart
     assert batch_trend_words({16: 3.24, 64: 3.0, 256: 3.56}).startswith("the advantage shrinks towards small batches")
     assert batch_trend_words({16: 3.5, 64: 3.3, 256: 2.0}).startswith("the advantage shrinks as the batch grows")
-    for ratios in ({16: 3.26, 64: 3.1, 256: 3.31}, {16: 3.3, 64: 3.3, 256: 3.0}):
+    for ratios in ({16: 3.26, 64: 3.1, 256: 3.31}, {16: 3.3, 64: 3.3, 256: 3.1}):
         assert batch_trend_words(ratios).startswith("the ratio is about the same")
