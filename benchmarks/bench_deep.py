@@ -38,9 +38,9 @@ import numba
 import torch
 
 from mambaicl.device import plain_kernels
-from mambaicl.models import scan_kernel
 from mambaicl.experiments.mechanism import FIG3, MECHANISM_SEEDS, seed_members
 from mambaicl.members import Draws, build_members
+from mambaicl.models import scan_kernel
 from mambaicl.train import StepSizes, loss_per_model
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -143,7 +143,8 @@ def main() -> None:
             paths[name], undo[name] = bounded(parts), put_back
     for name, run in paths.items():  # warm-up: compilation (cached), allocator, dispatch caches
         run()
-        undo.get(name, lambda: None)()
+        if name in undo:
+            undo[name]()
     times = {name: [] for name in paths}
     for r in range(args.rounds):
         order = tuple(paths) if r % 2 == 0 else tuple(reversed(paths))
